@@ -1,0 +1,105 @@
+package deadline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Defaults of [EdgeOptions].
+const (
+	DefaultBudget    = 1200 * time.Millisecond
+	DefaultMaxBudget = 10 * time.Second
+)
+
+// EdgeOptions configure [Edge]. The zero value is usable.
+type EdgeOptions struct {
+	// Default is the budget of a request that sent no X-Deadline-Ms
+	// (DefaultBudget when zero).
+	Default time.Duration
+	// Max caps what a client may ask for (DefaultMaxBudget when zero).
+	Max time.Duration
+	// Stamp reports whether to put the budget on the request's context.
+	// When it returns false the client's deadline is still parsed and
+	// recorded as the passive client deadline, but nothing is cut short:
+	// the naive system. Nil means always stamp.
+	Stamp func() bool
+	// Reject writes the answer to a request with a bad header. Nil writes
+	// a 400 application/problem+json.
+	Reject func(w http.ResponseWriter, r *http.Request, err error)
+	// Hooks observe arrivals (Method "http") and late completions.
+	Hooks Hooks
+}
+
+// Budget returns the budget for a request whose X-Deadline-Ms value is
+// header ("" when absent): the default when absent, the value capped at
+// the maximum otherwise. A malformed value is an error wrapping ErrBadHeader.
+func (o EdgeOptions) Budget(header string) (time.Duration, error) {
+	def, max := o.Default, o.Max
+	if def <= 0 {
+		def = DefaultBudget
+	}
+	if max <= 0 {
+		max = DefaultMaxBudget
+	}
+	if header == "" {
+		return min(def, max), nil
+	}
+	d, err := ParseMillis(header)
+	if err != nil {
+		return 0, err
+	}
+	return min(d, max), nil
+}
+
+// Edge returns HTTP middleware, usable with chi or plain net/http, that
+// sets each request's budget: now + min(client X-Deadline-Ms, max), or the
+// default budget when the header is absent. The request's context then
+// carries the deadline (unless Stamp says otherwise) and the passive client
+// deadline.
+func Edge(o EdgeOptions) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			budget, err := o.Budget(r.Header.Get(HeaderDeadline))
+			if err != nil {
+				if o.Reject != nil {
+					o.Reject(w, r, err)
+				} else {
+					writeProblem(w, err)
+				}
+				return
+			}
+			start := time.Now()
+			if o.Hooks.OnArrival != nil {
+				o.Hooks.OnArrival(ArrivalInfo{Method: "http", HasBudget: true, Remaining: budget})
+			}
+			ctx := WithClientDeadline(r.Context(), start.Add(budget))
+			if o.Stamp == nil || o.Stamp() {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadlineCause(ctx, start.Add(budget), ErrBudgetExhausted)
+				defer cancel()
+			}
+			next.ServeHTTP(w, r.WithContext(ctx))
+			if late, ok := lateBy(ctx, time.Now()); ok && o.Hooks.OnLate != nil {
+				o.Hooks.OnLate(LateInfo{Method: "http", Late: late})
+			}
+		})
+	}
+}
+
+func writeProblem(w http.ResponseWriter, err error) {
+	detail := "invalid " + HeaderDeadline + " header"
+	if errors.Is(err, ErrBadHeader) {
+		detail = err.Error()
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"type":   "about:blank",
+		"title":  http.StatusText(http.StatusBadRequest),
+		"status": http.StatusBadRequest,
+		"detail": detail,
+	})
+}

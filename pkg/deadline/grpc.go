@@ -1,0 +1,196 @@
+package deadline
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// metadataClientDeadline is HeaderClientDeadline as gRPC metadata.
+const metadataClientDeadline = "x-client-deadline-ms"
+
+// ClientOptions configure [UnaryClientInterceptor].
+type ClientOptions struct {
+	// Policy returns the policy for the next call. It is read on every
+	// call so a caller can switch policies at run time. Nil means the zero
+	// Policy.
+	Policy func() Policy
+	// Cap returns a method's own timeout cap; zero or a nil func means none.
+	Cap func(method string) time.Duration
+	// Hooks observe every call.
+	Hooks Hooks
+}
+
+// UnaryClientInterceptor bounds each outbound unary call by
+// min(cap, remaining − margin), skips calls with less than the floor left
+// (returning a DeadlineExceeded status that wraps ErrInsufficientBudget),
+// and forwards the passive client deadline. gRPC itself carries the
+// call's deadline to the server as a relative grpc-timeout.
+func UnaryClientInterceptor(o ClientOptions) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		var p Policy
+		if o.Policy != nil {
+			p = o.Policy()
+		}
+		var cap time.Duration
+		if o.Cap != nil {
+			cap = o.Cap(method)
+		}
+		callCtx, cancel, d, err := p.Call(ctx, cap)
+		defer cancel()
+		if err != nil {
+			cerr := &CallError{Outcome: OutcomeSkipped, cause: err}
+			if o.Hooks.OnCall != nil {
+				o.Hooks.OnCall(CallInfo{Method: method, Decision: d, Outcome: OutcomeSkipped, Err: cerr})
+			}
+			return cerr
+		}
+		if cd, ok := ClientDeadline(callCtx); ok {
+			callCtx = metadata.AppendToOutgoingContext(callCtx, metadataClientDeadline, FormatMillis(time.Until(cd)))
+		}
+		start := time.Now()
+		err = invoker(callCtx, method, req, reply, cc, opts...)
+		took := time.Since(start)
+		out := Classify(callCtx, d, err)
+		if out == OutcomeTimeout || out == OutcomeBudget {
+			err = &CallError{Outcome: out, cause: context.Cause(callCtx), err: err}
+		}
+		if o.Hooks.OnCall != nil {
+			o.Hooks.OnCall(CallInfo{Method: method, Decision: d, Took: took, Outcome: out, Err: err})
+		}
+		return err
+	}
+}
+
+// CallError is the error of a call that was skipped or timed out. It is a
+// gRPC status (DeadlineExceeded) for code that maps errors to codes, and it
+// wraps its cause ([ErrInsufficientBudget], [ErrCallTimeout] or
+// [ErrBudgetExhausted]) for code that needs to know which it was.
+type CallError struct {
+	Outcome Outcome
+	cause   error
+	err     error
+}
+
+func (e *CallError) Error() string {
+	if e.err == nil {
+		return e.cause.Error()
+	}
+	return fmt.Sprintf("%v: %v", e.cause, e.err)
+}
+
+// Unwrap returns the cause and the call's own error.
+func (e *CallError) Unwrap() []error {
+	if e.err == nil {
+		return []error{e.cause}
+	}
+	return []error{e.cause, e.err}
+}
+
+// GRPCStatus reports the error as a DeadlineExceeded status.
+func (e *CallError) GRPCStatus() *status.Status {
+	return status.New(codes.DeadlineExceeded, e.Error())
+}
+
+// ServerOptions configure [UnaryServerInterceptor].
+type ServerOptions struct {
+	// Policy returns the policy in force; only Floor and Admission matter on
+	// the server side. Nil means the zero Policy (admit everything).
+	Policy func() Policy
+	// Hooks observe arrivals and late completions.
+	Hooks Hooks
+}
+
+// Admission reasons reported in [ArrivalInfo].
+const (
+	ReasonExpired    = "expired"
+	ReasonBelowFloor = "below_floor"
+)
+
+// UnaryServerInterceptor records the passive client deadline sent by the
+// caller, reports each arrival, and, when the policy admits selectively,
+// rejects requests whose deadline is already spent or below the floor with
+// DeadlineExceeded before any work starts. After the handler it reports
+// work finished past the client's deadline.
+func UnaryServerInterceptor(o ServerOptions) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		arrival := time.Now()
+		if v := metadata.ValueFromIncomingContext(ctx, metadataClientDeadline); len(v) > 0 {
+			if ms, err := strconv.ParseInt(v[0], 10, 64); err == nil && ms >= 0 {
+				ctx = WithClientDeadline(ctx, arrival.Add(time.Duration(ms)*time.Millisecond))
+			}
+		}
+		var p Policy
+		if o.Policy != nil {
+			p = o.Policy()
+		}
+		a := ArrivalInfo{Method: info.FullMethod}
+		a.Remaining, a.HasBudget = Remaining(ctx)
+		if err := p.admit(a.Remaining, a.HasBudget); err != nil {
+			a.Rejected, a.Reason = true, err.reason
+			if o.Hooks.OnArrival != nil {
+				o.Hooks.OnArrival(a)
+			}
+			return nil, status.Error(codes.DeadlineExceeded, err.Error())
+		}
+		if o.Hooks.OnArrival != nil {
+			o.Hooks.OnArrival(a)
+		}
+		resp, err := handler(ctx, req)
+		if late, ok := lateBy(ctx, time.Now()); ok && o.Hooks.OnLate != nil {
+			o.Hooks.OnLate(LateInfo{Method: info.FullMethod, Late: late})
+		}
+		return resp, err
+	}
+}
+
+// AdmissionError is returned by [Policy.Admit] for a request that should
+// not be started.
+type AdmissionError struct {
+	reason    string
+	remaining time.Duration
+	floor     time.Duration
+}
+
+// Reason is ReasonExpired or ReasonBelowFloor.
+func (e *AdmissionError) Reason() string { return e.reason }
+
+func (e *AdmissionError) Error() string {
+	if e.reason == ReasonExpired {
+		return "deadline expired before the work started"
+	}
+	return fmt.Sprintf("only %v of budget left, below the %v floor", e.remaining.Round(time.Millisecond), e.floor)
+}
+
+// Unwrap makes an admission error match ErrInsufficientBudget.
+func (e *AdmissionError) Unwrap() error { return ErrInsufficientBudget }
+
+// Admit reports whether a request with ctx's budget should be started.
+// It is how a server applies "queue wait counts": call it on arrival and
+// again after waiting for a worker. It always admits when the policy does
+// not admit selectively (Admission is false) or ctx has no deadline.
+func (p Policy) Admit(ctx context.Context) error {
+	rem, ok := Remaining(ctx)
+	if err := p.admit(rem, ok); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p Policy) admit(remaining time.Duration, hasBudget bool) *AdmissionError {
+	switch {
+	case !p.Admission || !hasBudget:
+		return nil
+	case remaining <= 0:
+		return &AdmissionError{reason: ReasonExpired, remaining: remaining, floor: p.Floor}
+	case remaining < p.Floor:
+		return &AdmissionError{reason: ReasonBelowFloor, remaining: remaining, floor: p.Floor}
+	}
+	return nil
+}
