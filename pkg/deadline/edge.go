@@ -73,7 +73,7 @@ func Edge(o EdgeOptions) func(http.Handler) http.Handler {
 			}
 			start := time.Now()
 			if o.Hooks.OnArrival != nil {
-				o.Hooks.OnArrival(ArrivalInfo{Method: "http", HasBudget: true, Remaining: budget})
+				o.Hooks.OnArrival(r.Context(), ArrivalInfo{Method: "http", HasBudget: true, Remaining: budget})
 			}
 			ctx := WithClientDeadline(r.Context(), start.Add(budget))
 			if o.Stamp == nil || o.Stamp() {
@@ -83,7 +83,7 @@ func Edge(o EdgeOptions) func(http.Handler) http.Handler {
 			}
 			next.ServeHTTP(w, r.WithContext(ctx))
 			if late, ok := lateBy(ctx, time.Now()); ok && o.Hooks.OnLate != nil {
-				o.Hooks.OnLate(LateInfo{Method: "http", Late: late})
+				o.Hooks.OnLate(ctx, LateInfo{Method: "http", Late: late})
 			}
 		})
 	}

@@ -47,7 +47,7 @@ func UnaryClientInterceptor(o ClientOptions) grpc.UnaryClientInterceptor {
 		if err != nil {
 			cerr := &CallError{Outcome: OutcomeSkipped, cause: err}
 			if o.Hooks.OnCall != nil {
-				o.Hooks.OnCall(CallInfo{Method: method, Decision: d, Outcome: OutcomeSkipped, Err: cerr})
+				o.Hooks.OnCall(ctx, CallInfo{Method: method, Decision: d, Outcome: OutcomeSkipped, Err: cerr})
 			}
 			return cerr
 		}
@@ -59,13 +59,25 @@ func UnaryClientInterceptor(o ClientOptions) grpc.UnaryClientInterceptor {
 		took := time.Since(start)
 		out := Classify(callCtx, d, err)
 		if out == OutcomeTimeout || out == OutcomeBudget {
-			err = &CallError{Outcome: out, cause: context.Cause(callCtx), err: err}
+			err = &CallError{Outcome: out, cause: outcomeCause(out), err: err}
 		}
 		if o.Hooks.OnCall != nil {
-			o.Hooks.OnCall(CallInfo{Method: method, Decision: d, Took: took, Outcome: out, Err: err})
+			o.Hooks.OnCall(ctx, CallInfo{Method: method, Decision: d, Took: took, Outcome: out, Err: err})
 		}
 		return err
 	}
+}
+
+// outcomeCause is the sentinel wrapped by the error of a call that timed
+// out. It follows the outcome rather than context.Cause of the call's
+// context: that cause is nil when the peer answered DeadlineExceeded
+// first, and the caller's own cause (often plain context.DeadlineExceeded)
+// when the caller's deadline fired before the call's.
+func outcomeCause(out Outcome) error {
+	if out == OutcomeTimeout {
+		return ErrCallTimeout
+	}
+	return ErrBudgetExhausted
 }
 
 // CallError is the error of a call that was skipped or timed out. It is a
@@ -135,16 +147,16 @@ func UnaryServerInterceptor(o ServerOptions) grpc.UnaryServerInterceptor {
 		if err := p.admit(a.Remaining, a.HasBudget); err != nil {
 			a.Rejected, a.Reason = true, err.reason
 			if o.Hooks.OnArrival != nil {
-				o.Hooks.OnArrival(a)
+				o.Hooks.OnArrival(ctx, a)
 			}
 			return nil, status.Error(codes.DeadlineExceeded, err.Error())
 		}
 		if o.Hooks.OnArrival != nil {
-			o.Hooks.OnArrival(a)
+			o.Hooks.OnArrival(ctx, a)
 		}
 		resp, err := handler(ctx, req)
 		if late, ok := lateBy(ctx, time.Now()); ok && o.Hooks.OnLate != nil {
-			o.Hooks.OnLate(LateInfo{Method: info.FullMethod, Late: late})
+			o.Hooks.OnLate(ctx, LateInfo{Method: info.FullMethod, Late: late})
 		}
 		return resp, err
 	}

@@ -1,18 +1,23 @@
 package deadline
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Hooks observe the library for metrics and tracing. Every field may be
 // nil. Hooks run synchronously on the request's goroutine: keep them fast.
+// The context is the request's (the caller's, for OnCall), so a hook can
+// reach the request's trace span or per-request records.
 type Hooks struct {
 	// OnCall runs after every outbound call, made or skipped.
-	OnCall func(CallInfo)
+	OnCall func(context.Context, CallInfo)
 	// OnArrival runs when a request reaches a server or the edge, before
 	// any work, whether or not it is admitted.
-	OnArrival func(ArrivalInfo)
+	OnArrival func(context.Context, ArrivalInfo)
 	// OnLate runs when a server finishes a request after the client's own
 	// deadline had passed (see [WithClientDeadline]).
-	OnLate func(LateInfo)
+	OnLate func(context.Context, LateInfo)
 }
 
 // CallInfo describes one outbound call.

@@ -1,0 +1,94 @@
+// Command mercado is Mercado's one binary: it serves any of the five
+// services, or all of them in one process, and runs the labs.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…"; without
+// it the module version (or "devel") is shown.
+var version = ""
+
+const usage = `mercado — a five-service checkout shop for learning timeout budgets
+
+Usage:
+  mercado serve <gateway|orders|catalog|payments|shipping|all> [flags]
+  mercado lab [lesson7] [flags]
+  mercado version
+  mercado help
+
+Every flag --some-name can also be set as the environment variable
+MERCADO_SOME_NAME; a flag on the command line wins. Run a command with
+--help to see its flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// usageError is a mistake in the command line or the configuration: the
+// command did nothing, and exits with status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "mercado:", err)
+	if errors.As(err, new(usageError)) {
+		return 2
+	}
+	return 1
+}
+
+// run is the whole program, with its environment passed in so tests can
+// drive it.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usagef("no command given")
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return runServe(ctx, rest, getenv, stderr)
+	case "lab":
+		return runLab(ctx, rest, getenv, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "mercado", buildVersion())
+		return nil
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return usagef("unknown command %q", cmd)
+	}
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}

@@ -1,0 +1,51 @@
+package serve
+
+import (
+	"net/http"
+	"time"
+)
+
+// Timeouts shared by every HTTP server Mercado runs: a slow or idle
+// client can hold a connection only this long.
+const (
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 15 * time.Second
+	WriteTimeout      = 30 * time.Second
+	IdleTimeout       = 90 * time.Second
+	MaxHeaderBytes    = 16 << 10
+)
+
+// NewHTTPServer returns an http.Server for h with Mercado's timeouts.
+func NewHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+	}
+}
+
+// newAdminServer serves /healthz (the process is alive), /readyz (it
+// accepts new work) and any extra admin routes.
+func newAdminServer(p *Process, extra http.Handler) *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !p.Ready() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("stopping\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	if extra != nil {
+		mux.Handle("/", extra)
+	}
+	return NewHTTPServer(mux)
+}

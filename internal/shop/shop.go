@@ -1,0 +1,154 @@
+// Package shop runs all five of Mercado's services in one process on
+// loopback: the embedded default behind `mercado serve all`, the labs and
+// the end-to-end tests. Each service keeps its own listeners and talks to
+// the others over real gRPC, exactly as when they run apart.
+package shop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/services/catalog"
+	"github.com/mercado-lab/mercado/services/gateway"
+	"github.com/mercado-lab/mercado/services/orders"
+	"github.com/mercado-lab/mercado/services/payments"
+	"github.com/mercado-lab/mercado/services/shipping"
+)
+
+// Config is every service's configuration. The dependency addresses of
+// gateway and orders are filled in by Start from where the others bound.
+type Config struct {
+	Gateway  gateway.Config
+	Orders   orders.Config
+	Catalog  catalog.Config
+	Payments payments.Config
+	Shipping shipping.Config
+}
+
+// DefaultConfig puts every service on host at its port from DESIGN's
+// table ("127.0.0.1" for the embedded default).
+func DefaultConfig(host string) Config {
+	c := Config{
+		Gateway: gateway.DefaultConfig(), Orders: orders.DefaultConfig(),
+		Catalog: catalog.DefaultConfig(), Payments: payments.DefaultConfig(), Shipping: shipping.DefaultConfig(),
+	}
+	for _, com := range c.commons() {
+		com.Addr, com.AdminAddr = host+com.Addr, host+com.AdminAddr
+	}
+	return c
+}
+
+// EphemeralConfig puts every service on a free loopback port, for tests
+// and labs that must not collide with anything already running.
+func EphemeralConfig() Config {
+	c := DefaultConfig("127.0.0.1")
+	for _, com := range c.commons() {
+		com.Addr, com.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+	}
+	return c
+}
+
+func (c *Config) commons() []*serve.Common {
+	return []*serve.Common{&c.Gateway.Common, &c.Orders.Common, &c.Catalog, &c.Payments, &c.Shipping}
+}
+
+// SetMode puts every service in mode m with the given margin and floor.
+func (c *Config) SetMode(m mode.Mode, margin, floor time.Duration) {
+	for _, com := range c.commons() {
+		com.Mode, com.Margin, com.Floor = m, margin, floor
+	}
+}
+
+// SetDrainTimeout sets every service's drain timeout.
+func (c *Config) SetDrainTimeout(d time.Duration) {
+	for _, com := range c.commons() {
+		com.DrainTimeout = d
+	}
+}
+
+// Faults returns each service's fault set by name, for flags to fill.
+func (c *Config) Faults() map[string]*faults.Set {
+	return map[string]*faults.Set{
+		"gateway": &c.Gateway.Faults, "orders": &c.Orders.Faults, "catalog": &c.Catalog.Faults,
+		"payments": &c.Payments.Faults, "shipping": &c.Shipping.Faults,
+	}
+}
+
+// Shop is the five running services.
+type Shop struct {
+	Gateway, Orders, Catalog, Payments, Shipping *serve.Process
+
+	cancel context.CancelFunc
+}
+
+// Stop shuts every service down gracefully and waits for them.
+func (s *Shop) Stop() error {
+	s.cancel()
+	return s.Wait()
+}
+
+// GatewayURL is the base URL of the public API.
+func (s *Shop) GatewayURL() string { return "http://" + s.Gateway.Addr }
+
+// Processes lists the services, edge first.
+func (s *Shop) Processes() []*serve.Process {
+	return []*serve.Process{s.Gateway, s.Orders, s.Catalog, s.Payments, s.Shipping}
+}
+
+// Wait blocks until every service has stopped.
+func (s *Shop) Wait() error {
+	var errs []error
+	for _, p := range s.Processes() {
+		if err := p.Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Start starts the leaves first (catalog, payments, shipping), then orders
+// pointed at them, then the gateway, and serves until ctx ends. If a
+// service fails to start, those already started are stopped.
+func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Shop, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	s := Shop{cancel: cancel}
+	started := []*serve.Process{}
+	fail := func(name string, err error) (*Shop, error) {
+		cancel()
+		for _, p := range started {
+			_ = p.Wait()
+		}
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	var err error
+	if s.Catalog, err = catalog.Start(ctx, cfg.Catalog, log); err != nil {
+		return fail("catalog", err)
+	}
+	started = append(started, s.Catalog)
+	if s.Payments, err = payments.Start(ctx, cfg.Payments, log); err != nil {
+		return fail("payments", err)
+	}
+	started = append(started, s.Payments)
+	if s.Shipping, err = shipping.Start(ctx, cfg.Shipping, log); err != nil {
+		return fail("shipping", err)
+	}
+	started = append(started, s.Shipping)
+
+	cfg.Orders.CatalogAddr, cfg.Orders.PaymentsAddr, cfg.Orders.ShippingAddr = s.Catalog.Addr, s.Payments.Addr, s.Shipping.Addr
+	if s.Orders, err = orders.Start(ctx, cfg.Orders, log); err != nil {
+		return fail("orders", err)
+	}
+	started = append(started, s.Orders)
+
+	cfg.Gateway.OrdersAddr, cfg.Gateway.CatalogAddr = s.Orders.Addr, s.Catalog.Addr
+	if s.Gateway, err = gateway.Start(ctx, cfg.Gateway, log); err != nil {
+		return fail("gateway", err)
+	}
+	return &s, nil
+}

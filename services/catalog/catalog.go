@@ -1,0 +1,132 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mercado-lab/mercado/internal/apperr"
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/mode"
+)
+
+// Product is something the shop sells.
+type Product struct {
+	SKU        string
+	Name       string
+	PriceCents int64
+	Stock      int64
+}
+
+// Line asks for qty units of one product.
+type Line struct {
+	SKU string
+	Qty int64
+}
+
+// PricedLine is a reserved line with the unit price at reservation time.
+type PricedLine struct {
+	Line
+	UnitPriceCents int64
+}
+
+// Reservation holds stock for one order.
+type Reservation struct {
+	ID         string
+	OrderID    string
+	Lines      []PricedLine
+	TotalCents int64
+}
+
+// Limits on a reservation.
+const (
+	MaxLines = 50
+	MaxQty   = 1000
+)
+
+// Store keeps products and reservations. Reserve is all or nothing and
+// never lets stock go negative; Release is idempotent.
+type Store interface {
+	List(ctx context.Context) ([]Product, error)
+	Get(ctx context.Context, sku string) (Product, error)
+	Reserve(ctx context.Context, orderID string, lines []Line) (Reservation, error)
+	Release(ctx context.Context, reservationID string) error
+}
+
+// Service is the catalog's use cases. Each one does its simulated work
+// (see internal/faults) before touching the store.
+type Service struct {
+	store    Store
+	work     *faults.Injector
+	settings *mode.Live
+}
+
+// NewService returns a Service over store.
+func NewService(store Store, work *faults.Injector, settings *mode.Live) (*Service, error) {
+	if store == nil || work == nil || settings == nil {
+		return nil, fmt.Errorf("catalog: store, work and settings are required")
+	}
+	return &Service{store: store, work: work, settings: settings}, nil
+}
+
+func (s *Service) simulate(ctx context.Context, method string) error {
+	return s.work.Work(ctx, method, s.settings.Load().Mechanisms.HonourCancel)
+}
+
+// ListProducts returns every product.
+func (s *Service) ListProducts(ctx context.Context) ([]Product, error) {
+	if err := s.simulate(ctx, "ListProducts"); err != nil {
+		return nil, err
+	}
+	return s.store.List(ctx)
+}
+
+// GetProduct returns one product.
+func (s *Service) GetProduct(ctx context.Context, sku string) (Product, error) {
+	if sku == "" {
+		return Product{}, apperr.New(apperr.Invalid, "sku is required")
+	}
+	if err := s.simulate(ctx, "GetProduct"); err != nil {
+		return Product{}, err
+	}
+	return s.store.Get(ctx, sku)
+}
+
+// ReserveStock holds stock for every line of an order.
+func (s *Service) ReserveStock(ctx context.Context, orderID string, lines []Line) (Reservation, error) {
+	if err := validateLines(orderID, lines); err != nil {
+		return Reservation{}, err
+	}
+	if err := s.simulate(ctx, "ReserveStock"); err != nil {
+		return Reservation{}, err
+	}
+	return s.store.Reserve(ctx, orderID, lines)
+}
+
+// ReleaseStock gives a reservation's stock back.
+func (s *Service) ReleaseStock(ctx context.Context, reservationID string) error {
+	if reservationID == "" {
+		return apperr.New(apperr.Invalid, "reservation_id is required")
+	}
+	if err := s.simulate(ctx, "ReleaseStock"); err != nil {
+		return err
+	}
+	return s.store.Release(ctx, reservationID)
+}
+
+func validateLines(orderID string, lines []Line) error {
+	if orderID == "" {
+		return apperr.New(apperr.Invalid, "order_id is required")
+	}
+	if len(lines) == 0 || len(lines) > MaxLines {
+		return apperr.New(apperr.Invalid, "an order needs 1 to %d lines, got %d", MaxLines, len(lines))
+	}
+	for i, l := range lines {
+		if l.SKU == "" {
+			return apperr.New(apperr.Invalid, "lines[%d].sku is required", i)
+		}
+		if l.Qty < 1 || l.Qty > MaxQty {
+			return apperr.New(apperr.Invalid, "lines[%d].qty must be 1 to %d, got %d", i, MaxQty, l.Qty)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/pkg/deadline"
+)
+
+// Defaults: listen addresses from DESIGN's port table; the edge budget
+// (lesson 7's 1200 ms mobile deadline) and the most a client may ask for
+// (Drill 76's edge budget of 8 s fits under it); no cap of its own on the
+// call to orders, as in lesson 7, and a browse cap on catalog.
+const (
+	DefaultAddr      = ":8080"
+	DefaultAdminAddr = ":9080"
+
+	DefaultBudget     = deadline.DefaultBudget
+	DefaultMaxBudget  = deadline.DefaultMaxBudget
+	DefaultCatalogCap = 300 * time.Millisecond
+	DefaultMaxBody    = 64 << 10
+)
+
+// Config is the gateway's configuration.
+type Config struct {
+	serve.Common
+	// Addresses of orders and catalog.
+	OrdersAddr, CatalogAddr string
+	// Budget is the edge budget of a request without X-Deadline-Ms.
+	Budget time.Duration
+	// MaxBudget caps what a client may ask for.
+	MaxBudget time.Duration
+	// OrdersCap and CatalogCap are the gateway's own timeouts for its
+	// calls; zero means none.
+	OrdersCap, CatalogCap time.Duration
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64
+}
+
+// DefaultConfig returns the configuration with every default filled in.
+func DefaultConfig() Config {
+	return Config{
+		Common:     serve.Defaults(DefaultAddr, DefaultAdminAddr),
+		OrdersAddr: "localhost:50051", CatalogAddr: "localhost:50052",
+		Budget: DefaultBudget, MaxBudget: DefaultMaxBudget,
+		CatalogCap: DefaultCatalogCap, MaxBodyBytes: DefaultMaxBody,
+	}
+}
+
+// RegisterFlags binds c to flags on fs, keeping c's values as defaults.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.Common.RegisterFlags(fs)
+	fs.StringVar(&c.OrdersAddr, "orders-addr", c.OrdersAddr, "orders' gRPC address")
+	fs.StringVar(&c.CatalogAddr, "catalog-addr", c.CatalogAddr, "catalog's gRPC address")
+	c.RegisterEdgeFlags(fs)
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest request body accepted")
+}
+
+// RegisterEdgeFlags binds the budget and the gateway's own caps.
+func (c *Config) RegisterEdgeFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Budget, "budget", c.Budget, "edge budget of a request without "+deadline.HeaderDeadline)
+	fs.DurationVar(&c.MaxBudget, "max-budget", c.MaxBudget, "most a client may ask for with "+deadline.HeaderDeadline)
+	fs.DurationVar(&c.OrdersCap, "orders-cap", c.OrdersCap, "own timeout of each call to orders (0: none)")
+	fs.DurationVar(&c.CatalogCap, "browse-cap", c.CatalogCap, "own timeout of each browse call to catalog (0: none)")
+}
+
+// Validate reports every problem with c.
+func (c Config) Validate() error {
+	errs := []error{c.Common.Validate()}
+	if c.OrdersAddr == "" {
+		errs = append(errs, errors.New("orders-addr: must not be empty"))
+	}
+	if c.CatalogAddr == "" {
+		errs = append(errs, errors.New("catalog-addr: must not be empty"))
+	}
+	if c.Budget <= 0 || c.MaxBudget <= 0 {
+		errs = append(errs, errors.New("budget and max-budget: must be positive"))
+	} else if c.Budget > c.MaxBudget {
+		errs = append(errs, fmt.Errorf("budget: %v is above max-budget %v", c.Budget, c.MaxBudget))
+	}
+	if c.OrdersCap < 0 || c.CatalogCap < 0 {
+		errs = append(errs, errors.New("orders-cap and browse-cap: must not be negative"))
+	}
+	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 10<<20 {
+		errs = append(errs, fmt.Errorf("max-body-bytes: %d is outside 1 KiB to 10 MiB", c.MaxBodyBytes))
+	}
+	return errors.Join(errs...)
+}

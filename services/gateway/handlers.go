@@ -1,0 +1,259 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/mercado-lab/mercado/internal/problem"
+	"github.com/mercado-lab/mercado/internal/timing"
+	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
+	ordersv1 "github.com/mercado-lab/mercado/proto/orders/v1"
+)
+
+// Product is a product as the public API shows it.
+type Product struct {
+	SKU        string `json:"sku"`
+	Name       string `json:"name"`
+	PriceCents int64  `json:"price_cents"`
+	Stock      int64  `json:"stock"`
+}
+
+// Item is one line of a checkout or an order.
+type Item struct {
+	SKU            string `json:"sku"`
+	Qty            int64  `json:"qty"`
+	UnitPriceCents int64  `json:"unit_price_cents,omitempty"`
+}
+
+// CheckoutRequest is the body of POST /api/checkout.
+type CheckoutRequest struct {
+	Customer string `json:"customer"`
+	Items    []Item `json:"items"`
+	Address  string `json:"address"`
+}
+
+// Order is an order as the public API shows it.
+type Order struct {
+	OrderID    string    `json:"order_id"`
+	Status     string    `json:"status"`
+	Customer   string    `json:"customer"`
+	Items      []Item    `json:"items"`
+	Address    string    `json:"address"`
+	TotalCents int64     `json:"total_cents"`
+	ChargeID   string    `json:"charge_id,omitempty"`
+	ShipmentID string    `json:"shipment_id,omitempty"`
+	Failure    string    `json:"failure,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+func productFromProto(p *catalogv1.Product) Product {
+	return Product{SKU: p.GetSku(), Name: p.GetName(), PriceCents: p.GetPriceCents(), Stock: p.GetStock()}
+}
+
+func orderFromProto(o *ordersv1.Order) Order {
+	out := Order{
+		OrderID: o.GetOrderId(), Status: o.GetStatus(), Customer: o.GetCustomer(), Address: o.GetAddress(),
+		TotalCents: o.GetTotalCents(), ChargeID: o.GetChargeId(), ShipmentID: o.GetShipmentId(),
+		Failure: o.GetFailure(), CreatedAt: time.UnixMilli(o.GetCreatedUnixMs()).UTC(),
+		Items: make([]Item, 0, len(o.GetItems())),
+	}
+	for _, it := range o.GetItems() {
+		out.Items = append(out.Items, Item{SKU: it.GetSku(), Qty: it.GetQty(), UnitPriceCents: it.GetUnitPriceCents()})
+	}
+	return out
+}
+
+func (s *server) listProducts(w http.ResponseWriter, r *http.Request) {
+	resp, err := s.catalog.ListProducts(r.Context(), &catalogv1.ListProductsRequest{})
+	if err != nil {
+		writeUpstreamError(w, r, err, nil)
+		return
+	}
+	out := struct {
+		Products []Product `json:"products"`
+	}{Products: make([]Product, 0, len(resp.GetProducts()))}
+	for _, p := range resp.GetProducts() {
+		out.Products = append(out.Products, productFromProto(p))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) getProduct(w http.ResponseWriter, r *http.Request) {
+	sku := chi.URLParam(r, "sku")
+	if len(sku) > 64 {
+		problem.Write(w, r, http.StatusBadRequest, "sku is longer than 64 characters")
+		return
+	}
+	p, err := s.catalog.GetProduct(r.Context(), &catalogv1.GetProductRequest{Sku: sku})
+	if err != nil {
+		writeUpstreamError(w, r, err, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, productFromProto(p))
+}
+
+// checkoutOverrides: an unknown SKU in a well-formed checkout is
+// unprocessable content, not a missing route.
+var checkoutOverrides = map[codes.Code]int{codes.NotFound: http.StatusUnprocessableEntity}
+
+func (s *server) checkout(w http.ResponseWriter, r *http.Request) {
+	var req CheckoutRequest
+	if status, err := decodeJSON(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		problem.Write(w, r, status, err.Error())
+		return
+	}
+	if err := req.validate(); err != nil {
+		problem.Write(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	pr := &ordersv1.PlaceOrderRequest{Customer: req.Customer, Address: req.Address}
+	if v := r.Header.Get("Idempotency-Key"); v != "" {
+		key, err := parseIdempotencyKey(v)
+		if err != nil {
+			problem.Write(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+		pr.IdempotencyKey, pr.RequestId = key, key
+	}
+	for _, it := range req.Items {
+		pr.Items = append(pr.Items, &ordersv1.Item{Sku: it.SKU, Qty: it.Qty})
+	}
+
+	var trailer metadata.MD
+	o, err := s.orders.PlaceOrder(r.Context(), pr, grpc.Trailer(&trailer))
+	s.addDownstreamHops(r, trailer)
+	if err != nil {
+		writeUpstreamError(w, r, err, checkoutOverrides)
+		return
+	}
+	w.Header().Set("Location", "/api/orders/"+o.GetOrderId())
+	writeJSON(w, http.StatusCreated, orderFromProto(o))
+}
+
+// addDownstreamHops copies the hops orders reported in its trailer into
+// this request's record, for Server-Timing.
+func (s *server) addDownstreamHops(r *http.Request, trailer metadata.MD) {
+	rec := timing.FromContext(r.Context())
+	vals := trailer.Get(timing.MetadataKey)
+	if rec == nil || len(vals) == 0 {
+		return
+	}
+	hops, err := timing.Parse(vals[0])
+	if err != nil {
+		s.log.Warn("orders sent an unreadable server-timing trailer", "err", err)
+		return
+	}
+	for _, h := range hops {
+		rec.Add(h)
+	}
+}
+
+func (s *server) getOrder(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if len(id) > 64 {
+		problem.Write(w, r, http.StatusBadRequest, "order id is longer than 64 characters")
+		return
+	}
+	o, err := s.orders.GetOrder(r.Context(), &ordersv1.GetOrderRequest{OrderId: id})
+	if err != nil {
+		writeUpstreamError(w, r, err, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, orderFromProto(o))
+}
+
+// Checkout limits, matching orders' own.
+const (
+	maxItems     = 50
+	maxQty       = 1000
+	maxTextBytes = 500
+)
+
+func (c CheckoutRequest) validate() error {
+	switch {
+	case c.Customer == "" || len(c.Customer) > maxTextBytes:
+		return fmt.Errorf("customer must be 1 to %d bytes", maxTextBytes)
+	case c.Address == "" || len(c.Address) > maxTextBytes:
+		return fmt.Errorf("address must be 1 to %d bytes", maxTextBytes)
+	case len(c.Items) == 0 || len(c.Items) > maxItems:
+		return fmt.Errorf("items: a checkout needs 1 to %d items, got %d", maxItems, len(c.Items))
+	}
+	for i, it := range c.Items {
+		if it.SKU == "" || len(it.SKU) > 64 {
+			return fmt.Errorf("items[%d].sku must be 1 to 64 characters", i)
+		}
+		if it.Qty < 1 || it.Qty > maxQty {
+			return fmt.Errorf("items[%d].qty must be 1 to %d, got %d", i, maxQty, it.Qty)
+		}
+		if it.UnitPriceCents != 0 {
+			return fmt.Errorf("items[%d].unit_price_cents is set by the shop, not the client", i)
+		}
+	}
+	return nil
+}
+
+// decodeJSON reads r's body into dst strictly: a JSON content type, at
+// most maxBytes, no unknown fields, one value. It returns the HTTP status
+// to answer with when it fails.
+func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, dst any) (int, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return http.StatusUnsupportedMediaType, errors.New("Content-Type must be application/json")
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var tooBig *http.MaxBytesError
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &tooBig):
+			return http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", maxBytes)
+		case errors.As(err, &syntax):
+			return http.StatusBadRequest, fmt.Errorf("malformed JSON at byte %d", syntax.Offset)
+		case errors.As(err, &typ):
+			return http.StatusBadRequest, fmt.Errorf("field %q must be a %s", typ.Field, typ.Type)
+		case errors.Is(err, io.EOF):
+			return http.StatusBadRequest, errors.New("body is empty")
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return http.StatusBadRequest, errors.New("malformed JSON: unexpected end")
+		}
+		return http.StatusBadRequest, fmt.Errorf("malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return http.StatusBadRequest, errors.New("body must hold one JSON value")
+	}
+	return 0, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error("panic in handler", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				problem.Write(w, r, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

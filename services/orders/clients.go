@@ -1,0 +1,79 @@
+package orders
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+
+	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
+	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
+	shippingv1 "github.com/mercado-lab/mercado/proto/shipping/v1"
+)
+
+// The gRPC adapters of the three dependencies. They translate; errors come
+// back as the dependency's gRPC status for the service to classify.
+
+type catalogClient struct{ c catalogv1.CatalogServiceClient }
+
+var _ Catalog = catalogClient{}
+
+func (c catalogClient) Reserve(ctx context.Context, orderID string, items []Item) (Reservation, error) {
+	req := &catalogv1.ReserveStockRequest{OrderId: orderID}
+	for _, it := range items {
+		req.Lines = append(req.Lines, &catalogv1.Line{Sku: it.SKU, Qty: it.Qty})
+	}
+	r, err := c.c.ReserveStock(ctx, req)
+	if err != nil {
+		return Reservation{}, err
+	}
+	res := Reservation{ID: r.GetReservationId(), TotalCents: r.GetTotalCents()}
+	for _, l := range r.GetLines() {
+		res.Items = append(res.Items, Item{SKU: l.GetSku(), Qty: l.GetQty(), UnitPriceCents: l.GetUnitPriceCents()})
+	}
+	return res, nil
+}
+
+func (c catalogClient) Release(ctx context.Context, reservationID string) error {
+	_, err := c.c.ReleaseStock(ctx, &catalogv1.ReleaseStockRequest{ReservationId: reservationID})
+	return err
+}
+
+type paymentsClient struct{ c paymentsv1.PaymentsServiceClient }
+
+var _ Payments = paymentsClient{}
+
+func (c paymentsClient) Charge(ctx context.Context, o Order, requestID string) (string, error) {
+	ch, err := c.c.CreateCharge(ctx, &paymentsv1.ChargeRequest{
+		PaymentKey: o.PaymentKey, OrderId: o.ID, Customer: o.Customer,
+		AmountCents: o.TotalCents, RequestId: requestID,
+	})
+	if err != nil {
+		return "", err
+	}
+	return ch.GetChargeId(), nil
+}
+
+type shippingClient struct{ c shippingv1.ShippingServiceClient }
+
+var _ Shipping = shippingClient{}
+
+func (c shippingClient) Ship(ctx context.Context, o Order) (string, error) {
+	req := &shippingv1.CreateShipmentRequest{OrderId: o.ID, Address: o.Address}
+	for _, it := range o.Items {
+		req.Items = append(req.Items, &shippingv1.Item{Sku: it.SKU, Qty: it.Qty})
+	}
+	sh, err := c.c.CreateShipment(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	return sh.GetShipmentId(), nil
+}
+
+// conns are the service's client connections, closed on shutdown.
+type conns []*grpc.ClientConn
+
+func (cs conns) Close() {
+	for _, c := range cs {
+		_ = c.Close()
+	}
+}

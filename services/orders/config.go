@@ -1,0 +1,82 @@
+package orders
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/serve"
+)
+
+// Defaults: listen addresses from DESIGN's port table, and each
+// dependency's own cap, lesson 7's local timeouts (each one a dependency's
+// p99 with room to spare).
+const (
+	DefaultAddr      = ":50051"
+	DefaultAdminAddr = ":9081"
+
+	DefaultCatalogCap  = 300 * time.Millisecond
+	DefaultPaymentsCap = 800 * time.Millisecond
+	DefaultShippingCap = 300 * time.Millisecond
+)
+
+// Config is the orders service's configuration.
+type Config struct {
+	serve.Common
+	// Addresses of the three dependencies.
+	CatalogAddr, PaymentsAddr, ShippingAddr string
+	// Each dependency's own timeout cap.
+	CatalogCap, PaymentsCap, ShippingCap time.Duration
+}
+
+// DefaultConfig returns the configuration with every default filled in.
+func DefaultConfig() Config {
+	return Config{
+		Common:      serve.Defaults(DefaultAddr, DefaultAdminAddr),
+		CatalogAddr: "localhost:50052", PaymentsAddr: "localhost:50053", ShippingAddr: "localhost:50054",
+		CatalogCap: DefaultCatalogCap, PaymentsCap: DefaultPaymentsCap, ShippingCap: DefaultShippingCap,
+	}
+}
+
+// RegisterFlags binds c to flags on fs, keeping c's values as defaults.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.Common.RegisterFlags(fs)
+	c.RegisterDependencyFlags(fs)
+}
+
+// RegisterDependencyFlags binds the dependencies' addresses and caps.
+func (c *Config) RegisterDependencyFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.CatalogAddr, "catalog-addr", c.CatalogAddr, "catalog's gRPC address")
+	fs.StringVar(&c.PaymentsAddr, "payments-addr", c.PaymentsAddr, "payments' gRPC address")
+	fs.StringVar(&c.ShippingAddr, "shipping-addr", c.ShippingAddr, "shipping's gRPC address")
+	c.RegisterCapFlags(fs)
+}
+
+// RegisterCapFlags binds the dependencies' caps only.
+func (c *Config) RegisterCapFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.CatalogCap, "catalog-cap", c.CatalogCap, "own timeout of each call to catalog")
+	fs.DurationVar(&c.PaymentsCap, "payments-cap", c.PaymentsCap, "own timeout of each call to payments")
+	fs.DurationVar(&c.ShippingCap, "shipping-cap", c.ShippingCap, "own timeout of each call to shipping")
+}
+
+// Validate reports every problem with c.
+func (c Config) Validate() error {
+	errs := []error{c.Common.Validate()}
+	for _, a := range []struct {
+		name, v string
+	}{{"catalog-addr", c.CatalogAddr}, {"payments-addr", c.PaymentsAddr}, {"shipping-addr", c.ShippingAddr}} {
+		if a.v == "" {
+			errs = append(errs, fmt.Errorf("%s: must not be empty", a.name))
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"catalog-cap", c.CatalogCap}, {"payments-cap", c.PaymentsCap}, {"shipping-cap", c.ShippingCap}} {
+		if d.v <= 0 || d.v > time.Hour {
+			errs = append(errs, fmt.Errorf("%s: %v is outside (0, 1h]", d.name, d.v))
+		}
+	}
+	return errors.Join(errs...)
+}

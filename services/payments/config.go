@@ -1,0 +1,16 @@
+package payments
+
+import "github.com/mercado-lab/mercado/internal/serve"
+
+// Default listen addresses (see DESIGN's port table).
+const (
+	DefaultAddr      = ":50053"
+	DefaultAdminAddr = ":9083"
+)
+
+// Config is the payments service's configuration: the settings every service
+// shares.
+type Config = serve.Common
+
+// DefaultConfig returns the configuration with every default filled in.
+func DefaultConfig() Config { return serve.Defaults(DefaultAddr, DefaultAdminAddr) }

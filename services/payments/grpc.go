@@ -1,0 +1,37 @@
+package payments
+
+import (
+	"context"
+
+	"github.com/mercado-lab/mercado/internal/apperr"
+	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
+)
+
+// grpcServer adapts Service to the PaymentsService contract.
+type grpcServer struct {
+	paymentsv1.UnimplementedPaymentsServiceServer
+	svc *Service
+}
+
+func toProto(c Charge) *paymentsv1.Charge {
+	return &paymentsv1.Charge{ChargeId: c.ID, PaymentKey: c.PaymentKey, OrderId: c.OrderID, AmountCents: c.AmountCents, Status: c.Status}
+}
+
+func (g grpcServer) CreateCharge(ctx context.Context, req *paymentsv1.ChargeRequest) (*paymentsv1.Charge, error) {
+	c, err := g.svc.CreateCharge(ctx, Charge{
+		PaymentKey: req.GetPaymentKey(), OrderID: req.GetOrderId(), Customer: req.GetCustomer(),
+		AmountCents: req.GetAmountCents(), RequestID: req.GetRequestId(),
+	})
+	if err != nil {
+		return nil, apperr.Status(err)
+	}
+	return toProto(c), nil
+}
+
+func (g grpcServer) GetCharge(ctx context.Context, req *paymentsv1.GetChargeRequest) (*paymentsv1.Charge, error) {
+	c, err := g.svc.GetCharge(ctx, req.GetPaymentKey())
+	if err != nil {
+		return nil, apperr.Status(err)
+	}
+	return toProto(c), nil
+}
