@@ -33,4 +33,4 @@ func StartHTTP(ctx context.Context, o HTTPOptions) (*Process, error) {
 type httpServer struct{ *http.Server }
 
 func (s httpServer) Drain(ctx context.Context) error { return s.Shutdown(ctx) }
-func (s httpServer) Halt()                          { _ = s.Close() }
+func (s httpServer) Halt()                           { _ = s.Close() }

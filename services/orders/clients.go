@@ -13,7 +13,9 @@ import (
 // The gRPC adapters of the three dependencies. They translate; errors come
 // back as the dependency's gRPC status for the service to classify.
 
-type catalogClient struct{ c catalogv1.CatalogServiceClient }
+type catalogClient struct {
+	c catalogv1.CatalogServiceClient
+}
 
 var _ Catalog = catalogClient{}
 
@@ -38,7 +40,9 @@ func (c catalogClient) Release(ctx context.Context, reservationID string) error 
 	return err
 }
 
-type paymentsClient struct{ c paymentsv1.PaymentsServiceClient }
+type paymentsClient struct {
+	c paymentsv1.PaymentsServiceClient
+}
 
 var _ Payments = paymentsClient{}
 
@@ -53,7 +57,9 @@ func (c paymentsClient) Charge(ctx context.Context, o Order, requestID string) (
 	return ch.GetChargeId(), nil
 }
 
-type shippingClient struct{ c shippingv1.ShippingServiceClient }
+type shippingClient struct {
+	c shippingv1.ShippingServiceClient
+}
 
 var _ Shipping = shippingClient{}
 
