@@ -2,9 +2,81 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+
+	"github.com/mercado-lab/mercado/internal/flagenv"
+	"github.com/mercado-lab/mercado/internal/lab"
 )
 
+const labUsage = `Usage: mercado lab [lesson7] [flags]
+
+Starts the five services in this process on free loopback ports, breaks a
+dependency on purpose, and prints what naive and budgeted modes did,
+measured. With no lab named, runs lesson7.
+
+Labs:
+  lesson7   lesson 7's chain: a 1200 ms deadline; catalog takes 280 ms,
+            payments 760 ms, shipping is degraded. Naive ends over the
+            deadline; budgeted clips shipping and ends within it.
+
+Flags:
+`
+
 func runLab(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return usagef("lab: not yet")
+	name := "lesson7"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		name, args = args[0], args[1:]
+	}
+	switch name {
+	case "lesson7":
+		return runLesson7(ctx, args, getenv, stdout, stderr)
+	}
+	fmt.Fprint(stderr, labUsage)
+	return usagef("lab: unknown lab %q", name)
+}
+
+func runLesson7(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := lab.DefaultLesson7()
+	fs := flag.NewFlagSet("mercado lab lesson7", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, labUsage)
+		fs.PrintDefaults()
+	}
+	asJSON := fs.Bool("json", false, "print the measured results as JSON")
+	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "the client's deadline for the checkout")
+	fs.DurationVar(&cfg.Margin, "margin", cfg.Margin, "budgeted: time kept back from each call for the way back")
+	fs.DurationVar(&cfg.Floor, "floor", cfg.Floor, "budgeted: least budget worth starting a call with")
+	fs.DurationVar(&cfg.CatalogCap, "catalog-cap", cfg.CatalogCap, "catalog's local timeout")
+	fs.DurationVar(&cfg.PaymentsCap, "payments-cap", cfg.PaymentsCap, "payments' local timeout")
+	fs.DurationVar(&cfg.ShippingCap, "shipping-cap", cfg.ShippingCap, "shipping's local timeout")
+	fs.DurationVar(&cfg.CatalogLatency, "catalog-latency", cfg.CatalogLatency, "how long catalog takes in this run")
+	fs.DurationVar(&cfg.PaymentsLatency, "payments-latency", cfg.PaymentsLatency, "how long payments takes in this run")
+	fs.DurationVar(&cfg.ShippingLatency, "shipping-latency", cfg.ShippingLatency, "how long shipping takes in this run (degraded: far past its cap)")
+	if err := flagenv.Parse(fs, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("lab lesson7: unexpected argument %q", fs.Arg(0))
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{fmt.Errorf("lab lesson7: %w", err)}
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	res, err := lab.Lesson7(ctx, cfg, log)
+	if err != nil {
+		return fmt.Errorf("lab lesson7: %w", err)
+	}
+	if *asJSON {
+		return res.WriteJSON(stdout)
+	}
+	res.WriteTable(stdout, cfg)
+	return nil
 }

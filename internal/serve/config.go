@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/faults"
@@ -17,7 +18,7 @@ import (
 // doomed. Drill 76 scales both to 100 ms for an 8 s budget.
 const (
 	DefaultMode   = mode.Budgeted
-	DefaultMargin = 5 * time.Millisecond
+	DefaultMargin = 3 * time.Millisecond
 	DefaultFloor  = 20 * time.Millisecond
 )
 
@@ -75,7 +76,7 @@ func (c Common) Validate() error {
 	if c.AdminAddr == "" {
 		errs = append(errs, errors.New("admin-addr: must not be empty"))
 	}
-	if c.Addr != "" && c.Addr == c.AdminAddr {
+	if c.Addr != "" && c.Addr == c.AdminAddr && !strings.HasSuffix(c.Addr, ":0") {
 		errs = append(errs, errors.New("admin-addr: must differ from addr (admin never shares the serving port)"))
 	}
 	if _, err := mode.Parse(string(c.Mode)); err != nil {
