@@ -73,7 +73,15 @@ type HopResult struct {
 	ClippedByBudget bool `json:"clipped_by_budget"`
 	// ElapsedMS is the chain's running total after this hop.
 	ElapsedMS int64 `json:"elapsed_ms"`
+	// SkipReason says why a skipped hop was not called.
+	SkipReason string `json:"skip_reason,omitempty"`
 }
+
+// Why a hop was skipped.
+const (
+	SkipInsufficientBudget = "insufficient budget"
+	SkipEarlierHopFailed   = "an earlier hop failed"
+)
 
 // ModeResult is one checkout in one mode.
 type ModeResult struct {
@@ -166,12 +174,16 @@ func lesson7Once(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.
 	}
 	var elapsed time.Duration
 	for _, name := range chain {
-		h := HopResult{Name: name, Outcome: "skipped"}
+		h := HopResult{Name: name, Outcome: "skipped", SkipReason: SkipEarlierHopFailed}
 		if got, ok := findHop(hops, name); ok {
+			h.SkipReason = ""
 			elapsed += got.Took
 			h.TimeoutMS = got.Timeout.Round(time.Millisecond).Milliseconds()
 			h.TookMS = got.Took.Round(time.Millisecond).Milliseconds()
 			h.Outcome = lessonOutcome(got.Outcome)
+			if h.Outcome == "skipped" {
+				h.SkipReason = SkipInsufficientBudget
+			}
 			h.ClippedByBudget = m == mode.Budgeted && got.Timeout > 0 && got.Timeout < capOf(cfg, name)
 		}
 		h.ElapsedMS = elapsed.Round(time.Millisecond).Milliseconds()
@@ -258,8 +270,8 @@ func writeMode(w io.Writer, title, timeoutLabel string, m ModeResult) {
 		if h.ClippedByBudget {
 			note = "  <- clipped by the budget"
 		}
-		if h.Outcome == "skipped" && h.TookMS == 0 {
-			fmt.Fprintf(w, "  %-9s %s=   -      not called (skipped)%s\n", h.Name, timeoutLabel, note)
+		if h.Outcome == "skipped" {
+			fmt.Fprintf(w, "  %-9s not called: %s  (skipped)\n", h.Name, h.SkipReason)
 			continue
 		}
 		fmt.Fprintf(w, "  %-9s %s=%5d ms  took %5d ms (%s)  elapsed=%5d ms%s\n",

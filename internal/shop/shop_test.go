@@ -1,0 +1,144 @@
+package shop_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/shop"
+	"github.com/mercado-lab/mercado/internal/timing"
+)
+
+func startShop(t *testing.T, cfg shop.Config) *shop.Shop {
+	t.Helper()
+	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return s
+}
+
+func checkout(t *testing.T, base, deadlineMs string) (*http.Response, []byte, time.Duration) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/api/checkout",
+		strings.NewReader(`{"customer":"e2e","items":[{"sku":"mug-stoneware","qty":1}],"address":"1 Test Way"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if deadlineMs != "" {
+		req.Header.Set("X-Deadline-Ms", deadlineMs)
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, body, time.Since(start)
+}
+
+// TestCheckoutEndToEnd drives the real wiring — HTTP into the gateway,
+// gRPC through orders to catalog, payments and shipping — in both modes.
+func TestCheckoutEndToEnd(t *testing.T) {
+	for _, m := range []mode.Mode{mode.Naive, mode.Budgeted} {
+		t.Run(string(m), func(t *testing.T) {
+			cfg := shop.EphemeralConfig()
+			cfg.SetMode(m, serve.DefaultMargin, serve.DefaultFloor)
+			s := startShop(t, cfg)
+
+			resp, body, _ := checkout(t, s.GatewayURL(), "")
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("checkout: %d %s", resp.StatusCode, body)
+			}
+			var order struct {
+				OrderID    string `json:"order_id"`
+				Status     string `json:"status"`
+				ChargeID   string `json:"charge_id"`
+				ShipmentID string `json:"shipment_id"`
+			}
+			if err := json.Unmarshal(body, &order); err != nil {
+				t.Fatal(err)
+			}
+			if order.Status != "confirmed" || order.ChargeID == "" || order.ShipmentID == "" {
+				t.Errorf("order = %s, want confirmed with a charge and a shipment", body)
+			}
+			if loc := resp.Header.Get("Location"); loc != "/api/orders/"+order.OrderID {
+				t.Errorf("Location = %q", loc)
+			}
+			hops, err := timing.Parse(resp.Header.Get("Server-Timing"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, h := range hops {
+				names = append(names, h.Name)
+			}
+			if got, want := strings.Join(names, ","), "orders,catalog,payments,shipping,total"; got != want {
+				t.Errorf("Server-Timing hops = %s, want %s", got, want)
+			}
+
+			get, err := http.Get(s.GatewayURL() + "/api/orders/" + order.OrderID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gb, _ := io.ReadAll(get.Body)
+			get.Body.Close()
+			if get.StatusCode != http.StatusOK || !strings.Contains(string(gb), `"status":"confirmed"`) {
+				t.Errorf("GET order: %d %s", get.StatusCode, gb)
+			}
+
+			for _, p := range s.Processes() {
+				r, err := http.Get("http://" + p.AdminAddr + "/readyz")
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Body.Close()
+				if r.StatusCode != http.StatusOK {
+					t.Errorf("%s /readyz = %d", p.Name, r.StatusCode)
+				}
+			}
+		})
+	}
+}
+
+// TestDeadlineHonouredOnlyWhenBudgeted slows payments to 400 ms and hangs
+// shipping (cap 1 s) under a 500 ms client deadline. Naive mode cannot end
+// before 400 + 1000 ms; budgeted mode answers near the deadline.
+func TestDeadlineHonouredOnlyWhenBudgeted(t *testing.T) {
+	took := map[mode.Mode]time.Duration{}
+	for _, m := range []mode.Mode{mode.Naive, mode.Budgeted} {
+		cfg := shop.EphemeralConfig()
+		cfg.SetMode(m, serve.DefaultMargin, serve.DefaultFloor)
+		cfg.SetDrainTimeout(50 * time.Millisecond)
+		cfg.Orders.ShippingCap = time.Second
+		cfg.Payments.Faults = faults.Set{"CreateCharge": {Latency: 400 * time.Millisecond}}
+		cfg.Shipping.Faults = faults.Set{"CreateShipment": {Hang: 5 * time.Second}}
+		s := startShop(t, cfg)
+		resp, body, d := checkout(t, s.GatewayURL(), "500")
+		if resp.StatusCode != http.StatusGatewayTimeout {
+			t.Errorf("%s: status %d %s, want 504", m, resp.StatusCode, body)
+		}
+		took[m] = d
+	}
+	if took[mode.Naive] < 1400*time.Millisecond {
+		t.Errorf("naive took %v, want at least payments 400 ms + shipping cap 1 s", took[mode.Naive])
+	}
+	if took[mode.Budgeted] > 1000*time.Millisecond {
+		t.Errorf("budgeted took %v, want near the 500 ms deadline (bound 1 s)", took[mode.Budgeted])
+	}
+}
