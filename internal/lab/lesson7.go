@@ -67,20 +67,22 @@ type HopResult struct {
 	// TimeoutMS is the call's effective timeout (0: the call was not made).
 	TimeoutMS int64 `json:"timeout_ms"`
 	TookMS    int64 `json:"took_ms"`
-	// Outcome is ok, timeout, skipped or error.
+	// Outcome is ok, timeout, skipped or error; unknown when orders'
+	// report never reached the edge.
 	Outcome string `json:"outcome"`
 	// ClippedByBudget reports that the budget, not the cap, set the timeout.
 	ClippedByBudget bool `json:"clipped_by_budget"`
 	// ElapsedMS is the chain's running total after this hop.
 	ElapsedMS int64 `json:"elapsed_ms"`
-	// SkipReason says why a skipped hop was not called.
-	SkipReason string `json:"skip_reason,omitempty"`
+	// Note says why a hop was skipped, or why its outcome is unknown.
+	Note string `json:"note,omitempty"`
 }
 
-// Why a hop was skipped.
+// Notes on hops that were not called or not reported.
 const (
 	SkipInsufficientBudget = "insufficient budget"
 	SkipEarlierHopFailed   = "an earlier hop failed"
+	NotReported            = "not reported: orders answered after the gateway had given up"
 )
 
 // ModeResult is one checkout in one mode.
@@ -172,17 +174,23 @@ func lesson7Once(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.
 	if total > cfg.Deadline {
 		out.Verdict = "OVER"
 	}
+	// Orders reports its hops in its answer; when that answer came too late
+	// for the gateway, the edge never saw them.
+	_, reported := findHop(hops, chain[0])
 	var elapsed time.Duration
 	for _, name := range chain {
-		h := HopResult{Name: name, Outcome: "skipped", SkipReason: SkipEarlierHopFailed}
+		h := HopResult{Name: name, Outcome: "skipped", Note: SkipEarlierHopFailed}
+		if !reported {
+			h.Outcome, h.Note = "unknown", NotReported
+		}
 		if got, ok := findHop(hops, name); ok {
-			h.SkipReason = ""
+			h.Note = ""
 			elapsed += got.Took
 			h.TimeoutMS = got.Timeout.Round(time.Millisecond).Milliseconds()
 			h.TookMS = got.Took.Round(time.Millisecond).Milliseconds()
 			h.Outcome = lessonOutcome(got.Outcome)
 			if h.Outcome == "skipped" {
-				h.SkipReason = SkipInsufficientBudget
+				h.Note = SkipInsufficientBudget
 			}
 			h.ClippedByBudget = m == mode.Budgeted && got.Timeout > 0 && got.Timeout < capOf(cfg, name)
 		}
@@ -270,8 +278,12 @@ func writeMode(w io.Writer, title, timeoutLabel string, m ModeResult) {
 		if h.ClippedByBudget {
 			note = "  <- clipped by the budget"
 		}
-		if h.Outcome == "skipped" {
-			fmt.Fprintf(w, "  %-9s not called: %s  (skipped)\n", h.Name, h.SkipReason)
+		switch h.Outcome {
+		case "skipped":
+			fmt.Fprintf(w, "  %-9s not called: %s  (skipped)\n", h.Name, h.Note)
+			continue
+		case "unknown":
+			fmt.Fprintf(w, "  %-9s %s\n", h.Name, h.Note)
 			continue
 		}
 		fmt.Fprintf(w, "  %-9s %s=%5d ms  took %5d ms (%s)  elapsed=%5d ms%s\n",

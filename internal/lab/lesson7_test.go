@@ -83,7 +83,7 @@ func TestLesson7SkipsBelowTheFloor(t *testing.T) {
 	if got := b.Hops[1].Outcome; got != "ok" {
 		t.Errorf("budgeted payments outcome %q, want ok", got)
 	}
-	if got := b.Hops[2]; got.Outcome != "skipped" || got.SkipReason != SkipInsufficientBudget || got.TookMS != 0 {
+	if got := b.Hops[2]; got.Outcome != "skipped" || got.Note != SkipInsufficientBudget || got.TookMS != 0 {
 		t.Errorf("budgeted shipping = %+v, want skipped for insufficient budget", got)
 	}
 	if got := res.Naive.Hops[2].Outcome; got != "timeout" {
@@ -107,7 +107,7 @@ func TestLesson7StopsAfterAFailedHop(t *testing.T) {
 	if got := b.Hops[1]; got.Outcome != "timeout" || !got.ClippedByBudget {
 		t.Errorf("budgeted payments = %+v, want a timeout clipped by the budget", got)
 	}
-	if got := b.Hops[2]; got.Outcome != "skipped" || got.SkipReason != SkipEarlierHopFailed {
+	if got := b.Hops[2]; got.Outcome != "skipped" || got.Note != SkipEarlierHopFailed {
 		t.Errorf("budgeted shipping = %+v, want skipped after payments failed", got)
 	}
 	if b.Verdict != "WITHIN" {
