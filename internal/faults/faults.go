@@ -5,11 +5,18 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mercado-lab/mercado/internal/apperr"
 )
 
 // DefaultHang is how long a hang lasts when the spec gives no duration:
@@ -19,24 +26,79 @@ const DefaultHang = time.Minute
 
 // Spec is the simulated behaviour of one method.
 type Spec struct {
-	// Latency is how long each call's work takes.
+	// Latency is how long each call's work takes, fixed.
 	Latency time.Duration
-	// Hang adds a long stall on top of Latency: the dependency is slow,
+	// P50 and P99, when set, draw each call's work time from a log-normal
+	// distribution with that median and 99th percentile instead.
+	P50, P99 time.Duration
+	// Delay is added to every call's work time.
+	Delay time.Duration
+	// ErrorRate is the share of calls, 0 to 1, that fail (Unavailable)
+	// after doing their work.
+	ErrorRate float64
+	// Hang adds a long stall on top of the rest: the dependency is slow,
 	// not down, and it answers eventually.
 	Hang time.Duration
 }
 
-// Delay is the total time the work takes.
-func (s Spec) Delay() time.Duration { return s.Latency + s.Hang }
+// Duration draws how long one call's work takes.
+func (s Spec) Duration() time.Duration {
+	d := s.Latency + s.Delay + s.Hang
+	if s.P50 > 0 && s.P99 > 0 {
+		d += logNormal(s.P50, s.P99, rand.NormFloat64())
+	}
+	return d
+}
+
+// z99 is the standard normal's 99th percentile.
+const z99 = 2.3263478740
+
+// logNormal returns the value at standard normal deviate z of the
+// log-normal distribution whose median is p50 and 99th percentile p99.
+func logNormal(p50, p99 time.Duration, z float64) time.Duration {
+	mu := math.Log(float64(p50))
+	sigma := (math.Log(float64(p99)) - mu) / z99
+	return time.Duration(math.Exp(mu + sigma*z))
+}
+
+// Validate reports a spec that cannot be simulated.
+func (s Spec) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"latency", s.Latency}, {"p50", s.P50}, {"p99", s.P99}, {"delay", s.Delay}, {"hang", s.Hang}} {
+		if d.v < 0 || d.v > time.Hour {
+			return fmt.Errorf("%s: %v is outside 0 to 1h", d.name, d.v)
+		}
+	}
+	switch {
+	case (s.P50 > 0) != (s.P99 > 0):
+		return errors.New("p50 and p99 go together")
+	case s.P99 < s.P50:
+		return fmt.Errorf("p99 %v is below p50 %v", s.P99, s.P50)
+	case s.P50 > 0 && s.Latency > 0:
+		return errors.New("give either latency or p50/p99, not both")
+	case s.ErrorRate < 0 || s.ErrorRate > 1 || math.IsNaN(s.ErrorRate):
+		return fmt.Errorf("error-rate: %v is outside 0 to 1", s.ErrorRate)
+	}
+	return nil
+}
 
 func (s Spec) String() string {
 	var parts []string
-	if s.Latency > 0 {
-		parts = append(parts, "latency="+s.Latency.String())
+	add := func(name string, d time.Duration) {
+		if d > 0 {
+			parts = append(parts, name+"="+d.String())
+		}
 	}
-	if s.Hang > 0 {
-		parts = append(parts, "hang="+s.Hang.String())
+	add("latency", s.Latency)
+	add("p50", s.P50)
+	add("p99", s.P99)
+	add("delay", s.Delay)
+	if s.ErrorRate > 0 {
+		parts = append(parts, "error-rate="+strconv.FormatFloat(s.ErrorRate, 'g', -1, 64))
 	}
+	add("hang", s.Hang)
 	return strings.Join(parts, ",")
 }
 
@@ -50,9 +112,10 @@ const AllMethods = "*"
 //
 //	[Method:]key=value[,key=value]...
 //
-// with keys latency (a Go duration) and hang (a duration, or no value for
-// DefaultHang), several separated by ";". For example
-// "ReserveStock:latency=280ms" or "CreateShipment:hang".
+// with keys latency, p50 and p99, delay (Go durations), error-rate (0 to
+// 1) and hang (a duration, or no value for DefaultHang), several separated
+// by ";". For example "ReserveStock:latency=280ms",
+// "CreateCharge:p50=100ms,p99=400ms,error-rate=0.1" or "CreateShipment:hang".
 type Set map[string]Spec
 
 // Parse parses specs in the flag syntax.
@@ -92,15 +155,26 @@ func (s *Set) Set(text string) error {
 
 func parseSpec(body string) (Spec, error) {
 	var spec Spec
+	durations := map[string]*time.Duration{
+		"latency": &spec.Latency, "p50": &spec.P50, "p99": &spec.P99, "delay": &spec.Delay,
+	}
 	for _, kv := range strings.Split(body, ",") {
 		key, val, hasVal := strings.Cut(strings.TrimSpace(kv), "=")
-		switch key {
-		case "latency":
+		if dst, ok := durations[key]; ok {
 			d, err := parseDuration(val, hasVal)
 			if err != nil {
-				return Spec{}, fmt.Errorf("latency: %w", err)
+				return Spec{}, fmt.Errorf("%s: %w", key, err)
 			}
-			spec.Latency = d
+			*dst = d
+			continue
+		}
+		switch key {
+		case "error-rate":
+			r, err := strconv.ParseFloat(val, 64)
+			if err != nil || !hasVal {
+				return Spec{}, fmt.Errorf("error-rate: %q is not a number from 0 to 1", val)
+			}
+			spec.ErrorRate = r
 		case "hang":
 			if !hasVal {
 				spec.Hang = DefaultHang
@@ -112,10 +186,10 @@ func parseSpec(body string) (Spec, error) {
 			}
 			spec.Hang = d
 		default:
-			return Spec{}, fmt.Errorf("unknown key %q (want latency or hang)", key)
+			return Spec{}, fmt.Errorf("unknown key %q (want latency, p50, p99, delay, error-rate or hang)", key)
 		}
 	}
-	return spec, nil
+	return spec, spec.Validate()
 }
 
 func parseDuration(val string, hasVal bool) (time.Duration, error) {
@@ -144,7 +218,11 @@ func (s *Set) String() string {
 	sort.Strings(methods)
 	parts := make([]string, len(methods))
 	for i, m := range methods {
-		parts[i] = m + ":" + (*s)[m].String()
+		spec := (*s)[m].String()
+		if spec == "" {
+			spec = "latency=0s" // no simulated work, overriding "*"
+		}
+		parts[i] = m + ":" + spec
 	}
 	return strings.Join(parts, ";")
 }
@@ -178,24 +256,38 @@ func (in *Injector) Spec(method string) Spec {
 	return in.set[AllMethods]
 }
 
+// Set returns the set in force.
+func (in *Injector) Set() Set {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	return maps.Clone(in.set)
+}
+
+// ErrInjected is the error of a call the error rate chose to fail: the
+// dependency is unavailable.
+var ErrInjected error = &apperr.Error{Code: apperr.Unavailable, Message: "simulated failure (fault error-rate)"}
+
 // Work simulates method's work. When honourCancel is true it ends early,
 // with the context's error, once ctx is done; otherwise it blocks for the
-// whole delay like a socket read with no timeout, whatever ctx says.
+// whole time like a socket read with no timeout, whatever ctx says. A call
+// the error rate picks fails with ErrInjected after its work.
 func (in *Injector) Work(ctx context.Context, method string, honourCancel bool) error {
-	d := in.Spec(method).Delay()
-	if d <= 0 {
-		return nil
+	spec := in.Spec(method)
+	if d := spec.Duration(); d > 0 {
+		if !honourCancel {
+			time.Sleep(d)
+		} else {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return context.Cause(ctx)
+			}
+		}
 	}
-	if !honourCancel {
-		time.Sleep(d)
-		return nil
+	if spec.ErrorRate > 0 && rand.Float64() < spec.ErrorRate {
+		return ErrInjected
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return nil
 }

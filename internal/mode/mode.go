@@ -4,6 +4,7 @@ package mode
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,12 +61,54 @@ type Mechanisms struct {
 	// vendor waits end with the context. Off, work goes on like a blocking
 	// read with no timeout.
 	HonourCancel bool `json:"honour_cancel"`
+	// Bulkheads: a pool per route (gateway) and per dependency (orders),
+	// waits bounded by the budget, fail fast when full, and the budget
+	// checked again after the wait. Off, one shared pool per service with
+	// an unbounded queue (put the vendor on its own pool).
+	Bulkheads bool `json:"bulkheads"`
+	// Breakers: a circuit breaker per dependency (pair the budget with a
+	// breaker). Off, every call goes through, however sick the dependency.
+	Breakers bool `json:"breakers"`
+	// Retries: how calls are retried (every retry checks the budget).
+	Retries Retries `json:"retries"`
+}
+
+// Retries is a retry strategy.
+type Retries string
+
+// The retry strategies.
+const (
+	// RetriesNaive: a fixed 3 attempts at every layer, no backoff, no
+	// budget check: the retry storm.
+	RetriesNaive Retries = "naive"
+	// RetriesBudgeted: one layer only (orders to its dependencies), with
+	// full-jitter backoff, only when the attempt fits in the budget, and
+	// within a retry budget.
+	RetriesBudgeted Retries = "budgeted"
+	// RetriesOff: every call is made once.
+	RetriesOff Retries = "off"
+)
+
+// ParseRetries returns the strategy named s.
+func ParseRetries(s string) (Retries, error) {
+	switch r := Retries(s); r {
+	case RetriesNaive, RetriesBudgeted, RetriesOff:
+		return r, nil
+	}
+	return "", fmt.Errorf("unknown retry strategy %q (want %q, %q or %q)", s, RetriesNaive, RetriesBudgeted, RetriesOff)
 }
 
 // Mechanisms returns the preset of m.
 func (m Mode) Mechanisms() Mechanisms {
 	on := m == Budgeted
-	return Mechanisms{EdgeDeadline: on, ClipToBudget: on, Admission: on, HonourCancel: on}
+	retries := RetriesNaive
+	if on {
+		retries = RetriesBudgeted
+	}
+	return Mechanisms{
+		EdgeDeadline: on, ClipToBudget: on, Admission: on, HonourCancel: on,
+		Bulkheads: on, Breakers: on, Retries: retries,
+	}
 }
 
 // Settings are the mechanisms in force at one service, with the budget
@@ -93,6 +136,9 @@ func (s Settings) Policy() deadline.Policy {
 // replace while requests run.
 type Live struct {
 	p atomic.Pointer[Settings]
+
+	mu        sync.Mutex
+	listeners []func(Settings)
 }
 
 // NewLive returns a Live holding s.
@@ -105,8 +151,28 @@ func NewLive(s Settings) *Live {
 // Load returns the settings in force.
 func (l *Live) Load() Settings { return *l.p.Load() }
 
-// Store puts s in force.
+// Store puts s in force, without telling the listeners.
 func (l *Live) Store(s Settings) { l.p.Store(&s) }
+
+// OnSwitch registers f to run after every Switch, with the new settings.
+// Components whose state belongs to one phase of the lab (breakers, pools,
+// retry budgets) register their reset here.
+func (l *Live) OnSwitch(f func(Settings)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.listeners = append(l.listeners, f)
+}
+
+// Switch puts s in force and runs the listeners, so the previous phase's
+// state does not leak into the next one.
+func (l *Live) Switch(s Settings) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.p.Store(&s)
+	for _, f := range l.listeners {
+		f(s)
+	}
+}
 
 // Policy returns the deadline policy in force.
 func (l *Live) Policy() deadline.Policy { return l.Load().Policy() }

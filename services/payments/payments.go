@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
@@ -65,6 +66,9 @@ func (s *Service) CreateCharge(ctx context.Context, c Charge) (Charge, error) {
 	}
 	// The call to the PSP: the slow dependency of the lessons.
 	if err := s.psp.Work(ctx, "CreateCharge", s.settings.Load().Mechanisms.HonourCancel); err != nil {
+		if errors.Is(err, faults.ErrInjected) {
+			return Charge{}, err
+		}
 		return Charge{}, apperr.Wrap(apperr.Timeout, err, "payment provider did not answer in time")
 	}
 	c.Status = StatusSucceeded

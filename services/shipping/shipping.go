@@ -2,6 +2,7 @@ package shipping
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
@@ -63,6 +64,9 @@ func (s *Service) CreateShipment(ctx context.Context, sh Shipment) (Shipment, er
 	}
 	// The call to the carrier: lesson 7's degraded dependency.
 	if err := s.carrier.Work(ctx, "CreateShipment", s.settings.Load().Mechanisms.HonourCancel); err != nil {
+		if errors.Is(err, faults.ErrInjected) {
+			return Shipment{}, err
+		}
 		return Shipment{}, apperr.Wrap(apperr.Timeout, err, "carrier did not answer in time")
 	}
 	sh.Status = StatusBooked

@@ -1,0 +1,289 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/problem"
+)
+
+// Peer is another service whose admin API the gateway fans out to.
+type Peer struct {
+	Name string
+	// URL is the peer's admin base URL, such as "http://orders:9081".
+	URL string
+}
+
+// Options configure Handler.
+type Options struct {
+	Service  string
+	Settings *mode.Live
+	Faults   *faults.Injector
+	// Metrics serves /metrics; may be nil.
+	Metrics http.Handler
+	// Token, when set, is required as a bearer token for every change.
+	Token string
+	// Peers are the services a mode switch fans out to (the gateway's).
+	Peers []Peer
+	// Client calls the peers; nil means a client with a 5 s timeout.
+	Client *http.Client
+	Log    *slog.Logger
+}
+
+// maxBody bounds an admin request body.
+const maxBody = 64 << 10
+
+// Handler returns the admin API.
+func Handler(o Options) http.Handler {
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: 5 * time.Second}
+	}
+	a := &api{o}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/mode", a.getMode)
+	mux.HandleFunc("PUT /admin/mode", a.guard(a.putMode))
+	mux.HandleFunc("GET /admin/faults", a.getFaults)
+	mux.HandleFunc("PUT /admin/faults", a.guard(a.putFaults))
+	mux.HandleFunc("PUT /admin/faults/{method}", a.guard(a.putMethodFault))
+	mux.HandleFunc("DELETE /admin/faults", a.guard(a.clearFaults))
+	mux.HandleFunc("DELETE /admin/faults/{method}", a.guard(a.clearFaults))
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", o.Metrics)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, r, http.StatusNotFound, "no such admin route")
+	})
+	return mux
+}
+
+type api struct{ Options }
+
+// guard lets a change through only with the admin token, when one is set.
+func (a *api) guard(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if a.Token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="mercado-admin"`)
+				problem.Write(w, r, http.StatusUnauthorized, "changes need the admin token: Authorization: Bearer <token>")
+				return
+			}
+		}
+		next(w, r)
+	}
+}
+
+// ModeView is the settings in force as the admin API shows them.
+type ModeView struct {
+	Service    string          `json:"service"`
+	Mode       mode.Mode       `json:"mode"`
+	Mechanisms mode.Mechanisms `json:"mechanisms"`
+	MarginMS   int64           `json:"margin_ms"`
+	FloorMS    int64           `json:"floor_ms"`
+}
+
+func (a *api) view() ModeView {
+	s := a.Settings.Load()
+	return ModeView{Service: a.Service, Mode: s.Mode, Mechanisms: s.Mechanisms,
+		MarginMS: s.Margin.Milliseconds(), FloorMS: s.Floor.Milliseconds()}
+}
+
+func (a *api) getMode(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, a.view())
+}
+
+// ModeChange is the body of PUT /admin/mode: a mode, and switches on top
+// of its preset.
+type ModeChange struct {
+	Mode       mode.Mode      `json:"mode"`
+	Mechanisms mode.Overrides `json:"mechanisms"`
+}
+
+// PeerResult is one service's answer to a fanned-out switch.
+type PeerResult struct {
+	Service  string    `json:"service"`
+	OK       bool      `json:"ok"`
+	Settings *ModeView `json:"settings,omitempty"`
+	Error    string    `json:"error,omitempty"`
+}
+
+func (a *api) putMode(w http.ResponseWriter, r *http.Request) {
+	var ch ModeChange
+	if err := decode(w, r, &ch); err != nil {
+		problem.Write(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	if _, err := mode.Parse(string(ch.Mode)); err != nil {
+		problem.Write(w, r, http.StatusBadRequest, "mode: "+err.Error())
+		return
+	}
+	if err := ch.Mechanisms.Validate(); err != nil {
+		problem.Write(w, r, http.StatusBadRequest, "mechanisms: "+err.Error())
+		return
+	}
+	s := a.Settings.Load()
+	s.Mode, s.Mechanisms = ch.Mode, ch.Mode.Mechanisms().Apply(ch.Mechanisms)
+	a.Settings.Switch(s)
+	a.Log.Info("mode switched", "mode", s.Mode, "mechanisms", s.Mechanisms)
+
+	local := a.view()
+	if len(a.Peers) == 0 || r.URL.Query().Get("scope") == "self" {
+		writeJSON(w, http.StatusOK, local)
+		return
+	}
+	// The gateway switches the whole shop: every peer, each result reported.
+	results := []PeerResult{{Service: a.Service, OK: true, Settings: &local}}
+	body, _ := json.Marshal(ch)
+	status := http.StatusOK
+	for _, p := range a.Peers {
+		res := a.switchPeer(r.Context(), p, body, r.Header.Get("Authorization"))
+		if !res.OK {
+			status = http.StatusBadGateway
+		}
+		results = append(results, res)
+	}
+	writeJSON(w, status, struct {
+		Services []PeerResult `json:"services"`
+	}{results})
+}
+
+func (a *api) switchPeer(ctx context.Context, p Peer, body []byte, auth string) PeerResult {
+	res := PeerResult{Service: p.Name}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, strings.TrimSuffix(p.URL, "/")+"/admin/mode?scope=self", bytes.NewReader(body))
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := a.Client.Do(req)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if resp.StatusCode != http.StatusOK {
+		res.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		return res
+	}
+	var v ModeView
+	if err := json.Unmarshal(b, &v); err != nil {
+		res.Error = "unreadable answer: " + err.Error()
+		return res
+	}
+	res.OK, res.Settings = true, &v
+	return res
+}
+
+// FaultsView is the faults in force.
+type FaultsView struct {
+	Service string     `json:"service"`
+	Faults  faults.Set `json:"faults"`
+}
+
+func (a *api) getFaults(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, FaultsView{Service: a.Service, Faults: a.Faults.Set()})
+}
+
+func (a *api) putFaults(w http.ResponseWriter, r *http.Request) {
+	set := faults.Set{}
+	if err := decode(w, r, &set); err != nil {
+		problem.Write(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	for m := range set {
+		if err := validMethod(m); err != nil {
+			problem.Write(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+	}
+	a.Faults.Replace(set)
+	a.Log.Info("faults replaced", "faults", set.String())
+	a.getFaults(w, r)
+}
+
+func (a *api) putMethodFault(w http.ResponseWriter, r *http.Request) {
+	method := r.PathValue("method")
+	if err := validMethod(method); err != nil {
+		problem.Write(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	var spec faults.Spec
+	if err := decode(w, r, &spec); err != nil {
+		problem.Write(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	set := a.Faults.Set()
+	if set == nil {
+		set = faults.Set{}
+	}
+	set[method] = spec
+	a.Faults.Replace(set)
+	a.Log.Info("fault set", "method", method, "spec", spec.String())
+	a.getFaults(w, r)
+}
+
+func (a *api) clearFaults(w http.ResponseWriter, r *http.Request) {
+	set := faults.Set{}
+	if method := r.PathValue("method"); method != "" {
+		set = a.Faults.Set()
+		delete(set, method)
+	}
+	a.Faults.Replace(set)
+	a.Log.Info("faults cleared", "method", r.PathValue("method"))
+	a.getFaults(w, r)
+}
+
+func validMethod(m string) error {
+	if m == faults.AllMethods {
+		return nil
+	}
+	if m == "" || len(m) > 64 {
+		return errors.New("method must be 1 to 64 characters")
+	}
+	for _, c := range m {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return fmt.Errorf("method %q: letters and digits only, or *", m)
+		}
+	}
+	return nil
+}
+
+// decode reads a JSON body strictly: JSON content type, bounded size, no
+// unknown fields, one value.
+func decode(w http.ResponseWriter, r *http.Request, dst any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return errors.New("Content-Type must be application/json")
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return fmt.Errorf("invalid body: %w", err)
+	}
+	if dec.More() {
+		return errors.New("invalid body: more than one JSON value")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,70 @@
+package faults
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// specJSON is a Spec as the admin API reads and writes it: durations as
+// Go duration strings ("280ms"), absent when zero.
+type specJSON struct {
+	Latency   string  `json:"latency,omitempty"`
+	P50       string  `json:"p50,omitempty"`
+	P99       string  `json:"p99,omitempty"`
+	Delay     string  `json:"delay,omitempty"`
+	ErrorRate float64 `json:"error_rate,omitempty"`
+	Hang      string  `json:"hang,omitempty"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (s Spec) MarshalJSON() ([]byte, error) {
+	str := func(d time.Duration) string {
+		if d == 0 {
+			return ""
+		}
+		return d.String()
+	}
+	return json.Marshal(specJSON{
+		Latency: str(s.Latency), P50: str(s.P50), P99: str(s.P99),
+		Delay: str(s.Delay), ErrorRate: s.ErrorRate, Hang: str(s.Hang),
+	})
+}
+
+// UnmarshalJSON implements json.Unmarshaler. It rejects unknown fields and
+// a spec that does not validate.
+func (s *Spec) UnmarshalJSON(b []byte) error {
+	var w specJSON
+	if err := strictUnmarshal(b, &w); err != nil {
+		return err
+	}
+	var out Spec
+	for _, f := range []struct {
+		name string
+		text string
+		dst  *time.Duration
+	}{{"latency", w.Latency, &out.Latency}, {"p50", w.P50, &out.P50}, {"p99", w.P99, &out.P99},
+		{"delay", w.Delay, &out.Delay}, {"hang", w.Hang, &out.Hang}} {
+		if f.text == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f.text)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+		*f.dst = d
+	}
+	out.ErrorRate = w.ErrorRate
+	if err := out.Validate(); err != nil {
+		return err
+	}
+	*s = out
+	return nil
+}
+
+func strictUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

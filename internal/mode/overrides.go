@@ -1,0 +1,132 @@
+package mode
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Overrides switch single mechanisms on top of a mode's preset, so a
+// learner can see what each one buys ("budgeted without breakers"). A nil
+// field keeps the preset.
+type Overrides struct {
+	EdgeDeadline *bool    `json:"edge_deadline,omitempty"`
+	ClipToBudget *bool    `json:"clip_to_budget,omitempty"`
+	Admission    *bool    `json:"admission,omitempty"`
+	HonourCancel *bool    `json:"honour_cancel,omitempty"`
+	Bulkheads    *bool    `json:"bulkheads,omitempty"`
+	Breakers     *bool    `json:"breakers,omitempty"`
+	Retries      *Retries `json:"retries,omitempty"`
+}
+
+// Apply returns m with o's switches applied.
+func (m Mechanisms) Apply(o Overrides) Mechanisms {
+	set := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&m.EdgeDeadline, o.EdgeDeadline)
+	set(&m.ClipToBudget, o.ClipToBudget)
+	set(&m.Admission, o.Admission)
+	set(&m.HonourCancel, o.HonourCancel)
+	set(&m.Bulkheads, o.Bulkheads)
+	set(&m.Breakers, o.Breakers)
+	if o.Retries != nil {
+		m.Retries = *o.Retries
+	}
+	return m
+}
+
+// Validate reports an override that names no valid value.
+func (o Overrides) Validate() error {
+	if o.Retries != nil {
+		if _, err := ParseRetries(string(*o.Retries)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// overrideFields maps each switch's name in the flag syntax to its field.
+func (o *Overrides) fields() map[string]**bool {
+	return map[string]**bool{
+		"edge_deadline": &o.EdgeDeadline, "clip_to_budget": &o.ClipToBudget,
+		"admission": &o.Admission, "honour_cancel": &o.HonourCancel,
+		"bulkheads": &o.Bulkheads, "breakers": &o.Breakers,
+	}
+}
+
+// Set implements flag.Value: a comma-separated list of name=value, such
+// as "breakers=off,retries=naive". Booleans take on/off or true/false.
+func (o *Overrides) Set(text string) error {
+	var errs []error
+	for _, kv := range strings.Split(text, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			errs = append(errs, fmt.Errorf("%q: want name=value", kv))
+			continue
+		}
+		name = strings.ReplaceAll(strings.TrimSpace(name), "-", "_")
+		val = strings.TrimSpace(val)
+		if name == "retries" {
+			r, err := ParseRetries(val)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			o.Retries = &r
+			continue
+		}
+		field, known := o.fields()[name]
+		if !known {
+			errs = append(errs, fmt.Errorf("unknown mechanism %q", name))
+			continue
+		}
+		b, err := parseSwitch(val)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		*field = &b
+	}
+	return errors.Join(errs...)
+}
+
+func parseSwitch(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%q is not on or off", v)
+	}
+	return b, nil
+}
+
+// String implements flag.Value.
+func (o *Overrides) String() string {
+	if o == nil {
+		return ""
+	}
+	var parts []string
+	for name, f := range o.fields() {
+		if *f != nil {
+			parts = append(parts, fmt.Sprintf("%s=%t", name, **f))
+		}
+	}
+	if o.Retries != nil {
+		parts = append(parts, "retries="+string(*o.Retries))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
