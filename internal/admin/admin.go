@@ -121,7 +121,7 @@ type PeerResult struct {
 func (a *api) putMode(w http.ResponseWriter, r *http.Request) {
 	var ch ModeChange
 	if err := decode(w, r, &ch); err != nil {
-		problem.Write(w, r, http.StatusBadRequest, err.Error())
+		badBody(w, r, err)
 		return
 	}
 	if _, err := mode.Parse(string(ch.Mode)); err != nil {
@@ -202,7 +202,7 @@ func (a *api) getFaults(w http.ResponseWriter, r *http.Request) {
 func (a *api) putFaults(w http.ResponseWriter, r *http.Request) {
 	set := faults.Set{}
 	if err := decode(w, r, &set); err != nil {
-		problem.Write(w, r, http.StatusBadRequest, err.Error())
+		badBody(w, r, err)
 		return
 	}
 	for m := range set {
@@ -224,7 +224,7 @@ func (a *api) putMethodFault(w http.ResponseWriter, r *http.Request) {
 	}
 	var spec faults.Spec
 	if err := decode(w, r, &spec); err != nil {
-		problem.Write(w, r, http.StatusBadRequest, err.Error())
+		badBody(w, r, err)
 		return
 	}
 	set := a.Faults.Set()
@@ -263,11 +263,13 @@ func validMethod(m string) error {
 	return nil
 }
 
+var errUnsupportedType = errors.New("Content-Type must be application/json")
+
 // decode reads a JSON body strictly: JSON content type, bounded size, no
 // unknown fields, one value.
 func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return errors.New("Content-Type must be application/json")
+		return errUnsupportedType
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
@@ -278,6 +280,14 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 		return errors.New("invalid body: more than one JSON value")
 	}
 	return nil
+}
+
+func badBody(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusBadRequest
+	if errors.Is(err, errUnsupportedType) {
+		status = http.StatusUnsupportedMediaType
+	}
+	problem.Write(w, r, status, err.Error())
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -128,6 +128,9 @@ func Lesson7(ctx context.Context, cfg Lesson7Config, log *slog.Logger) (Lesson7R
 func lesson7Once(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.Logger) (ModeResult, error) {
 	sc := shop.EphemeralConfig()
 	sc.SetMode(m, cfg.Margin, cfg.Floor)
+	// Lesson 7 is about timeouts alone: one attempt per hop in both modes.
+	off := mode.RetriesOff
+	sc.SetOverrides(mode.Overrides{Retries: &off})
 	// The naive shipping keeps its carrier waiting after the call is
 	// abandoned; don't wait for it when the lab is done.
 	sc.SetDrainTimeout(100 * time.Millisecond)

@@ -38,6 +38,73 @@ type Common struct {
 	Faults faults.Set
 	// DrainTimeout bounds a graceful shutdown.
 	DrainTimeout time.Duration
+	// Overrides switch single mechanisms on top of the mode's preset.
+	Overrides mode.Overrides
+	// AdminToken, when set, is required (as a bearer token) for changes
+	// through the admin API.
+	AdminToken string
+	// Pools and breakers.
+	Resilience Resilience
+}
+
+// Resilience sizes the pools and breakers.
+type Resilience struct {
+	// Workers is the size of a service's worker pool (naive: shared by
+	// every request, with an unbounded queue).
+	Workers int
+	// Bulkhead is the size of each budgeted bulkhead: per route at the
+	// gateway, per dependency in orders.
+	Bulkhead int
+	// MaxWait bounds a budgeted wait for a worker or a bulkhead slot; the
+	// remaining budget bounds it too.
+	MaxWait time.Duration
+	// The breakers open at BreakerRatio failures over the last
+	// BreakerWindow calls, for BreakerOpen.
+	BreakerWindow int
+	BreakerRatio  float64
+	BreakerOpen   time.Duration
+}
+
+// DefaultResilience are the lessons' figures: a servlet-like pool of 200,
+// bulkheads of 25, breakers at 50% of the last 20 calls, open 30 s
+// (Drill 76).
+func DefaultResilience() Resilience {
+	return Resilience{Workers: 200, Bulkhead: 25, MaxWait: 100 * time.Millisecond,
+		BreakerWindow: 20, BreakerRatio: 0.5, BreakerOpen: 30 * time.Second}
+}
+
+// RegisterFlags binds r's fields to flags on fs.
+func (r *Resilience) RegisterFlags(fs *flag.FlagSet) {
+	fs.IntVar(&r.Workers, "workers", r.Workers, "worker pool size (naive: shared by every request)")
+	fs.IntVar(&r.Bulkhead, "bulkhead", r.Bulkhead, "budgeted: slots per route (gateway) or per dependency (orders)")
+	fs.DurationVar(&r.MaxWait, "max-wait", r.MaxWait, "budgeted: longest wait for a worker or a bulkhead slot")
+	fs.IntVar(&r.BreakerWindow, "breaker-window", r.BreakerWindow, "breakers count the last N calls")
+	fs.Float64Var(&r.BreakerRatio, "breaker-ratio", r.BreakerRatio, "breakers open at this share of failures in the window")
+	fs.DurationVar(&r.BreakerOpen, "breaker-open", r.BreakerOpen, "how long an open breaker stays open")
+}
+
+// Validate reports every problem with r.
+func (r Resilience) Validate() error {
+	var errs []error
+	if r.Workers < 1 || r.Workers > 100_000 {
+		errs = append(errs, fmt.Errorf("workers: %d is outside 1 to 100000", r.Workers))
+	}
+	if r.Bulkhead < 1 || r.Bulkhead > 100_000 {
+		errs = append(errs, fmt.Errorf("bulkhead: %d is outside 1 to 100000", r.Bulkhead))
+	}
+	if r.MaxWait < 0 || r.MaxWait > time.Minute {
+		errs = append(errs, fmt.Errorf("max-wait: %v is outside 0 to 1m", r.MaxWait))
+	}
+	if r.BreakerWindow < 1 || r.BreakerWindow > 10_000 {
+		errs = append(errs, fmt.Errorf("breaker-window: %d is outside 1 to 10000", r.BreakerWindow))
+	}
+	if !(r.BreakerRatio > 0 && r.BreakerRatio <= 1) {
+		errs = append(errs, fmt.Errorf("breaker-ratio: %v is outside (0, 1]", r.BreakerRatio))
+	}
+	if r.BreakerOpen <= 0 || r.BreakerOpen > time.Hour {
+		errs = append(errs, fmt.Errorf("breaker-open: %v is outside (0, 1h]", r.BreakerOpen))
+	}
+	return errors.Join(errs...)
 }
 
 // Defaults returns the common configuration of a service listening on the
@@ -47,6 +114,7 @@ func Defaults(addr, adminAddr string) Common {
 		Addr: addr, AdminAddr: adminAddr,
 		Mode: DefaultMode, Margin: DefaultMargin, Floor: DefaultFloor,
 		Faults: faults.Set{}, DrainTimeout: DefaultDrainTimeout,
+		Resilience: DefaultResilience(),
 	}
 }
 
@@ -65,6 +133,9 @@ func (c *Common) RegisterModeFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Margin, "margin", c.Margin, "time kept back from each call for the way back")
 	fs.DurationVar(&c.Floor, "floor", c.Floor, "least budget worth starting a call with")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "how long shutdown waits for work in flight")
+	fs.Var(&c.Overrides, "mechanisms", `switch single mechanisms on top of the mode, e.g. "breakers=off,retries=naive"`)
+	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer token required for admin changes (reads stay open)")
+	c.Resilience.RegisterFlags(fs)
 }
 
 // Validate reports every problem with c.
@@ -88,6 +159,12 @@ func (c Common) Validate() error {
 	if c.Floor < 0 || c.Floor > time.Minute {
 		errs = append(errs, fmt.Errorf("floor: %v is outside 0 to 1m", c.Floor))
 	}
+	if err := c.Resilience.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Overrides.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("mechanisms: %w", err))
+	}
 	if c.DrainTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("drain-timeout: %v must be positive", c.DrainTimeout))
 	}
@@ -96,5 +173,5 @@ func (c Common) Validate() error {
 
 // Settings returns the mechanism settings c starts with.
 func (c Common) Settings() mode.Settings {
-	return mode.Settings{Mode: c.Mode, Mechanisms: c.Mode.Mechanisms(), Margin: c.Margin, Floor: c.Floor}
+	return mode.Settings{Mode: c.Mode, Mechanisms: c.Mode.Mechanisms().Apply(c.Overrides), Margin: c.Margin, Floor: c.Floor}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"net/http"
 	"runtime/debug"
 	"time"
 
@@ -23,50 +22,35 @@ import (
 // MaxMessageBytes bounds every gRPC message Mercado sends or receives.
 const MaxMessageBytes = 1 << 20
 
-// GRPCOptions describe one gRPC service to run.
-type GRPCOptions struct {
-	Name      string
-	Addr      string
-	AdminAddr string
-	// Settings are the mechanisms in force; read on every request.
-	Settings *mode.Live
-	// Register adds the service's handlers to the server.
-	Register func(*grpc.Server)
-	// Hooks observe arrivals and late work.
-	Hooks        deadline.Hooks
-	Logger       *slog.Logger
-	DrainTimeout time.Duration
-	// Admin serves extra admin routes; may be nil.
-	Admin http.Handler
-}
-
-// StartGRPC starts a gRPC service with the standard health service and
+// StartGRPC starts k's gRPC service, with its handlers added by register,
+// with the standard health service and
 // reflection, and its admin listener, and serves until ctx ends.
 //
 // Every request passes, in order: panic recovery; the deadline server
-// interceptor (passive client deadline, arrival hooks, and admission when
-// the settings turn it on); and, when the settings do not honour
-// cancellation, a detach step that lets the work run on after the caller
-// gave up, as a naive server does.
-func StartGRPC(ctx context.Context, o GRPCOptions) (*Process, error) {
+// interceptor (passive client deadline, arrival metrics, and admission when
+// the settings turn it on); when the settings do not honour cancellation, a
+// detach step that lets the work run on after the caller gave up, as a
+// naive server does; and a wait for a worker from the service's pool.
+func StartGRPC(ctx context.Context, k *Kit, register func(*grpc.Server)) (*Process, error) {
 	srv := grpc.NewServer(
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute}),
 		grpc.ChainUnaryInterceptor(
-			recoverPanics(o.Logger),
-			deadline.UnaryServerInterceptor(deadline.ServerOptions{Policy: o.Settings.Policy, Hooks: o.Hooks}),
-			detachUnlessHonoured(o.Settings),
+			recoverPanics(k.Log),
+			deadline.UnaryServerInterceptor(deadline.ServerOptions{Policy: k.Settings.Policy, Hooks: k.DeadlineHooks()}),
+			detachUnlessHonoured(k.Settings),
+			k.Inbound.UnaryServerInterceptor(),
 		),
 	)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
 	reflection.Register(srv)
-	o.Register(srv)
+	register(srv)
 	return start(ctx, options{
-		name: o.Name, addr: o.Addr, adminAddr: o.AdminAddr,
-		drain: o.DrainTimeout, log: o.Logger, admin: o.Admin,
-		onStop: hs.Shutdown,
+		name: k.Name, addr: k.common.Addr, adminAddr: k.common.AdminAddr,
+		drain: k.common.DrainTimeout, log: k.Log, admin: k.AdminHandler(),
+		onStop: hs.Shutdown, metrics: k.Metrics,
 	}, grpcServer{srv})
 }
 

@@ -2,31 +2,17 @@ package serve
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"time"
 )
 
-// HTTPOptions describe one HTTP service to run.
-type HTTPOptions struct {
-	Name         string
-	Addr         string
-	AdminAddr    string
-	Handler      http.Handler
-	Logger       *slog.Logger
-	DrainTimeout time.Duration
-	// Admin serves extra admin routes; may be nil.
-	Admin http.Handler
-}
-
-// StartHTTP starts an HTTP service and its admin listener and serves until
+// StartHTTP starts k's HTTP service, serving h, and its admin listener and serves until
 // ctx ends. Shutdown stops accepting connections, closes idle ones, and
 // waits for requests in flight up to the drain timeout.
-func StartHTTP(ctx context.Context, o HTTPOptions) (*Process, error) {
-	srv := NewHTTPServer(o.Handler)
+func StartHTTP(ctx context.Context, k *Kit, h http.Handler) (*Process, error) {
+	srv := NewHTTPServer(h)
 	return start(ctx, options{
-		name: o.Name, addr: o.Addr, adminAddr: o.AdminAddr,
-		drain: o.DrainTimeout, log: o.Logger, admin: o.Admin,
+		name: k.Name, addr: k.common.Addr, adminAddr: k.common.AdminAddr,
+		drain: k.common.DrainTimeout, log: k.Log, admin: k.AdminHandler(), metrics: k.Metrics,
 	}, httpServer{srv})
 }
 

@@ -55,6 +55,7 @@ type options struct {
 	log                   *slog.Logger
 	admin                 http.Handler // extra admin routes, may be nil
 	onStop                func()       // runs first on shutdown, may be nil
+	metrics               interface{ Shutdown(context.Context) error }
 }
 
 // start listens on both addresses and serves until ctx ends.
@@ -74,7 +75,7 @@ func start(ctx context.Context, o options, srv server) (*Process, error) {
 	if o.drain <= 0 {
 		o.drain = DefaultDrainTimeout
 	}
-	log := o.log.With("service", o.name)
+	log := o.log
 
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -104,6 +105,9 @@ func start(ctx context.Context, o options, srv server) (*Process, error) {
 			srv.Halt()
 		}
 		_ = admin.Shutdown(drainCtx)
+		if o.metrics != nil {
+			_ = o.metrics.Shutdown(drainCtx)
+		}
 		log.Info("stopped", "drained_in", time.Since(start).Round(time.Millisecond).String())
 	}()
 	return p, nil

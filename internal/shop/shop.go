@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
@@ -62,6 +63,20 @@ func (c *Config) commons() []*serve.Common {
 func (c *Config) SetMode(m mode.Mode, margin, floor time.Duration) {
 	for _, com := range c.commons() {
 		com.Mode, com.Margin, com.Floor = m, margin, floor
+	}
+}
+
+// SetOverrides switches single mechanisms in every service.
+func (c *Config) SetOverrides(o mode.Overrides) {
+	for _, com := range c.commons() {
+		com.Overrides = o
+	}
+}
+
+// SetResilience sizes every service's pools and breakers.
+func (c *Config) SetResilience(r serve.Resilience) {
+	for _, com := range c.commons() {
+		com.Resilience = r
 	}
 }
 
@@ -147,6 +162,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Shop, error) {
 	started = append(started, s.Orders)
 
 	cfg.Gateway.OrdersAddr, cfg.Gateway.CatalogAddr = s.Orders.Addr, s.Catalog.Addr
+	cfg.Gateway.AdminPeers = nil
+	for _, p := range []*serve.Process{s.Orders, s.Catalog, s.Payments, s.Shipping} {
+		cfg.Gateway.AdminPeers = append(cfg.Gateway.AdminPeers, admin.Peer{Name: p.Name, URL: "http://" + p.AdminAddr})
+	}
 	if s.Gateway, err = gateway.Start(ctx, cfg.Gateway, log); err != nil {
 		return fail("gateway", err)
 	}

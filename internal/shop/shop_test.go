@@ -125,6 +125,8 @@ func TestDeadlineHonouredOnlyWhenBudgeted(t *testing.T) {
 		cfg := shop.EphemeralConfig()
 		cfg.SetMode(m, serve.DefaultMargin, serve.DefaultFloor)
 		cfg.SetDrainTimeout(50 * time.Millisecond)
+		off := mode.RetriesOff
+		cfg.SetOverrides(mode.Overrides{Retries: &off}) // the deadline alone
 		cfg.Orders.ShippingCap = time.Second
 		cfg.Payments.Faults = faults.Set{"CreateCharge": {Latency: 400 * time.Millisecond}}
 		cfg.Shipping.Faults = faults.Set{"CreateShipment": {Hang: 5 * time.Second}}

@@ -6,6 +6,7 @@ package timing
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,7 +108,7 @@ func Parse(value string) ([]Hop, error) {
 				if err != nil {
 					return nil, fmt.Errorf("server-timing %q: dur: %w", h.Name, err)
 				}
-				h.Took = time.Duration(f * float64(time.Millisecond))
+				h.Took = time.Duration(math.Round(f * float64(time.Millisecond)))
 			case "desc":
 				if u, err := strconv.Unquote(v); err == nil {
 					v = u

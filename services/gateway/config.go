@@ -4,8 +4,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
@@ -38,6 +41,9 @@ type Config struct {
 	OrdersCap, CatalogCap time.Duration
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64
+	// AdminPeers are the other services' admin APIs, which a mode switch
+	// at the gateway fans out to.
+	AdminPeers Peers
 }
 
 // DefaultConfig returns the configuration with every default filled in.
@@ -47,6 +53,10 @@ func DefaultConfig() Config {
 		OrdersAddr: "localhost:50051", CatalogAddr: "localhost:50052",
 		Budget: DefaultBudget, MaxBudget: DefaultMaxBudget,
 		CatalogCap: DefaultCatalogCap, MaxBodyBytes: DefaultMaxBody,
+		AdminPeers: Peers{
+			{Name: "orders", URL: "http://localhost:9081"}, {Name: "catalog", URL: "http://localhost:9082"},
+			{Name: "payments", URL: "http://localhost:9083"}, {Name: "shipping", URL: "http://localhost:9084"},
+		},
 	}
 }
 
@@ -57,6 +67,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.CatalogAddr, "catalog-addr", c.CatalogAddr, "catalog's gRPC address")
 	c.RegisterEdgeFlags(fs)
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest request body accepted")
+	fs.Var(&c.AdminPeers, "admin-peers", "admin URLs a mode switch fans out to, as name=url,...")
 }
 
 // RegisterEdgeFlags binds the budget and the gateway's own caps.
@@ -84,8 +95,46 @@ func (c Config) Validate() error {
 	if c.OrdersCap < 0 || c.CatalogCap < 0 {
 		errs = append(errs, errors.New("orders-cap and browse-cap: must not be negative"))
 	}
+	for _, p := range c.AdminPeers {
+		if u, err := url.Parse(p.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("admin-peers: %s=%q is not an http(s) URL", p.Name, p.URL))
+		}
+	}
 	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 10<<20 {
 		errs = append(errs, fmt.Errorf("max-body-bytes: %d is outside 1 KiB to 10 MiB", c.MaxBodyBytes))
 	}
 	return errors.Join(errs...)
+}
+
+// Peers is a list of admin peers, a flag.Value written name=url,...
+type Peers []admin.Peer
+
+// Set implements flag.Value; it replaces the list.
+func (p *Peers) Set(text string) error {
+	var out Peers
+	for _, kv := range strings.Split(text, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		name, u, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || u == "" {
+			return fmt.Errorf("%q: want name=url", kv)
+		}
+		out = append(out, admin.Peer{Name: name, URL: u})
+	}
+	*p = out
+	return nil
+}
+
+// String implements flag.Value.
+func (p *Peers) String() string {
+	if p == nil {
+		return ""
+	}
+	parts := make([]string, len(*p))
+	for i, x := range *p {
+		parts[i] = x.Name + "=" + x.URL
+	}
+	return strings.Join(parts, ",")
 }

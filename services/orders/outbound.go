@@ -1,15 +1,12 @@
 package orders
 
 import (
-	"context"
 	"time"
 
-	"google.golang.org/grpc"
-
-	"github.com/mercado-lab/mercado/internal/dial"
 	"github.com/mercado-lab/mercado/internal/mode"
-	"github.com/mercado-lab/mercado/internal/timing"
-	"github.com/mercado-lab/mercado/pkg/deadline"
+	"github.com/mercado-lab/mercado/internal/resilience"
+	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
+	"github.com/mercado-lab/mercado/internal/serve"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
 	shippingv1 "github.com/mercado-lab/mercado/proto/shipping/v1"
@@ -26,27 +23,40 @@ var hopNames = map[string]string{
 	shippingv1.ShippingService_CreateShipment_FullMethodName: "shipping",
 }
 
-// dialDependency connects to one dependency through the deadline client
-// interceptor: every call is bounded by the dependency's cap and, when
-// the settings clip to the budget, by what is left of the caller's budget.
-// Each call is recorded as a hop of the request it belongs to.
-func dialDependency(target string, cap time.Duration, settings *mode.Live) (*grpc.ClientConn, error) {
-	return dial.Conn(target, deadline.UnaryClientInterceptor(deadline.ClientOptions{
-		Policy: settings.Policy,
-		Cap:    func(string) time.Duration { return cap },
-		Hooks:  deadline.Hooks{OnCall: recordHop},
-	}))
+func hopName(method string) string {
+	if n, ok := hopNames[method]; ok {
+		return n
+	}
+	return method
 }
 
-// recordHop adds a finished call to the request's hop record, if any.
-func recordHop(ctx context.Context, c deadline.CallInfo) {
-	rec := timing.FromContext(ctx)
-	if rec == nil {
-		return
+// dependencies are the policies of orders' three dependencies.
+type dependencies struct {
+	catalog, payments, shipping *resilience.Outbound
+}
+
+// newDependencies builds the policy of each dependency: its own cap, and
+// the mechanisms in force. In naive mode the three share one outbound pool
+// (the vendor is not on a pool of its own) and every call is retried
+// blind; in budgeted mode each has its own bulkhead and breaker, and this
+// layer — the only one that retries — retries within the budget. Every
+// call orders makes is idempotent: a reservation, a charge and a shipment
+// are each keyed by the order.
+func newDependencies(kit *serve.Kit, cfg Config) dependencies {
+	shared := resilience.NewPoolRef(bulkhead.Settings{
+		Name: "orders.outbound", Capacity: cfg.Resilience.Workers, MaxWait: -1,
+	}, kit.Metrics)
+	kit.Settings.OnSwitch(func(mode.Settings) { shared.Reset() })
+	dep := func(name string, cap time.Duration) *resilience.Outbound {
+		return kit.Outbound(resilience.OutboundOptions{
+			Name: name, Cap: cap, HopName: hopName, Shared: shared,
+			NaiveRetries: true, BudgetedRetries: true,
+			Idempotent: func(string) bool { return true },
+		})
 	}
-	name, ok := hopNames[c.Method]
-	if !ok {
-		name = c.Method
+	return dependencies{
+		catalog:  dep("catalog", cfg.CatalogCap),
+		payments: dep("payments", cfg.PaymentsCap),
+		shipping: dep("shipping", cfg.ShippingCap),
 	}
-	rec.Add(timing.Hop{Name: name, Timeout: c.Timeout, Took: c.Took, Outcome: string(c.Outcome)})
 }

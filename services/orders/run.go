@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"google.golang.org/grpc"
 
-	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/dial"
+	"github.com/mercado-lab/mercado/internal/resilience"
 	"github.com/mercado-lab/mercado/internal/serve"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 	ordersv1 "github.com/mercado-lab/mercado/proto/orders/v1"
@@ -21,35 +21,33 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("orders: %w", err)
 	}
-	settings := mode.NewLive(cfg.Settings())
+	kit, err := serve.NewKit("orders", cfg.Common, serve.KitOptions{}, log)
+	if err != nil {
+		return nil, err
+	}
+	deps := newDependencies(kit, cfg)
 	var cs conns
 	for _, d := range []struct {
-		addr string
-		cap  time.Duration
-	}{{cfg.CatalogAddr, cfg.CatalogCap}, {cfg.PaymentsAddr, cfg.PaymentsCap}, {cfg.ShippingAddr, cfg.ShippingCap}} {
-		cc, err := dialDependency(d.addr, d.cap, settings)
+		addr   string
+		policy *resilience.Outbound
+	}{{cfg.CatalogAddr, deps.catalog}, {cfg.PaymentsAddr, deps.payments}, {cfg.ShippingAddr, deps.shipping}} {
+		cc, err := dial.Conn(d.addr, d.policy.Interceptor())
 		if err != nil {
 			cs.Close()
 			return nil, err
 		}
 		cs = append(cs, cc)
 	}
-	catalogConn, paymentsConn, shippingConn := cs[0], cs[1], cs[2]
-
 	svc, err := NewService(NewMemStore(),
-		catalogClient{catalogv1.NewCatalogServiceClient(catalogConn)},
-		paymentsClient{paymentsv1.NewPaymentsServiceClient(paymentsConn)},
-		shippingClient{shippingv1.NewShippingServiceClient(shippingConn)},
-		log.With("service", "orders"))
+		catalogClient{catalogv1.NewCatalogServiceClient(cs[0])},
+		paymentsClient{paymentsv1.NewPaymentsServiceClient(cs[1])},
+		shippingClient{shippingv1.NewShippingServiceClient(cs[2])},
+		kit.Log)
 	if err != nil {
 		cs.Close()
 		return nil, err
 	}
-	p, err := serve.StartGRPC(ctx, serve.GRPCOptions{
-		Name: "orders", Addr: cfg.Addr, AdminAddr: cfg.AdminAddr,
-		Settings: settings, Logger: log, DrainTimeout: cfg.DrainTimeout,
-		Register: func(s *grpc.Server) { ordersv1.RegisterOrdersServiceServer(s, grpcServer{svc: svc}) },
-	})
+	p, err := serve.StartGRPC(ctx, kit, func(s *grpc.Server) { ordersv1.RegisterOrdersServiceServer(s, grpcServer{svc: svc}) })
 	if err != nil {
 		cs.Close()
 		return nil, err

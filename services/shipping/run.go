@@ -7,8 +7,6 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/mercado-lab/mercado/internal/faults"
-	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
 	shippingv1 "github.com/mercado-lab/mercado/proto/shipping/v1"
 )
@@ -19,14 +17,13 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("shipping: %w", err)
 	}
-	settings := mode.NewLive(cfg.Settings())
-	svc, err := NewService(NewMemStore(), faults.NewInjector(cfg.Faults), settings)
+	kit, err := serve.NewKit("shipping", cfg, serve.KitOptions{}, log)
 	if err != nil {
 		return nil, err
 	}
-	return serve.StartGRPC(ctx, serve.GRPCOptions{
-		Name: "shipping", Addr: cfg.Addr, AdminAddr: cfg.AdminAddr,
-		Settings: settings, Logger: log, DrainTimeout: cfg.DrainTimeout,
-		Register: func(s *grpc.Server) { shippingv1.RegisterShippingServiceServer(s, grpcServer{svc: svc}) },
-	})
+	svc, err := NewService(NewMemStore(), kit.Faults, kit.Settings)
+	if err != nil {
+		return nil, err
+	}
+	return serve.StartGRPC(ctx, kit, func(s *grpc.Server) { shippingv1.RegisterShippingServiceServer(s, grpcServer{svc: svc}) })
 }

@@ -1,0 +1,74 @@
+package breaker
+
+import "time"
+
+// Defaults from Drill 76: open at ≥ 50% failures over the last 20 calls,
+// stay open 30 s, then one probe.
+const (
+	DefaultWindow         = 20
+	DefaultFailureRatio   = 0.5
+	DefaultOpenFor        = 30 * time.Second
+	DefaultHalfOpenProbes = 1
+)
+
+// Settings configure a [Breaker]. The zero value is the lesson's breaker.
+type Settings struct {
+	// Name identifies the dependency; it is passed to OnStateChange.
+	Name string
+	// Window is how many of the last counted calls the breaker looks at.
+	// Zero or less means DefaultWindow.
+	Window int
+	// FailureRatio trips the breaker when failures/Window ≥ FailureRatio
+	// and the window is full. Zero, less or NaN means DefaultFailureRatio;
+	// above 1 the breaker never trips.
+	FailureRatio float64
+	// OpenFor is how long the breaker stays open before it lets probes
+	// through. Zero or less means DefaultOpenFor.
+	OpenFor time.Duration
+	// HalfOpenProbes is how many calls are let through while half-open;
+	// all of them must succeed to close the breaker, and any failure opens
+	// it again. Zero means DefaultHalfOpenProbes.
+	HalfOpenProbes uint32
+	// Classify gives each call's verdict. Nil means [Classify]. Any value
+	// other than Success or Excluded counts as a failure.
+	Classify func(error) Verdict
+	// OnStateChange, if not nil, is told of every transition, in order,
+	// including the one made by Reset. It runs synchronously while the
+	// breaker is locked: keep it short (update a metric) and do not call
+	// Do, State or Reset from it.
+	OnStateChange func(name string, from, to State)
+}
+
+// withDefaults fills in the zero fields.
+func (s Settings) withDefaults() Settings {
+	if s.Window <= 0 {
+		s.Window = DefaultWindow
+	}
+	if !(s.FailureRatio > 0) { // also catches NaN
+		s.FailureRatio = DefaultFailureRatio
+	}
+	if s.OpenFor <= 0 {
+		s.OpenFor = DefaultOpenFor
+	}
+	if s.HalfOpenProbes == 0 {
+		s.HalfOpenProbes = DefaultHalfOpenProbes
+	}
+	if s.Classify == nil {
+		s.Classify = Classify
+	}
+	return s
+}
+
+// minFailures is the least number of failures in a full window that trips
+// the breaker: the smallest f with f/Window ≥ FailureRatio, or Window+1
+// (never) when FailureRatio is above 1. Dividing, rather than comparing f
+// with FailureRatio·Window, keeps 3 failures out of 10 at a ratio of 0.3
+// exact: 0.3·10 is 3.0000000000000004 in floating point.
+func (s Settings) minFailures() int {
+	for f := 1; f <= s.Window; f++ {
+		if float64(f)/float64(s.Window) >= s.FailureRatio {
+			return f
+		}
+	}
+	return s.Window + 1
+}

@@ -1,0 +1,155 @@
+package resilience
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/problem"
+	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
+	"github.com/mercado-lab/mercado/internal/telemetry"
+)
+
+// DefaultWorkers is the size of a worker pool, like a servlet container's.
+const DefaultWorkers = 200
+
+// InboundOptions configure Inbound.
+type InboundOptions struct {
+	// Service names the pools ("orders" -> "orders.workers").
+	Service  string
+	Settings *mode.Live
+	Metrics  *telemetry.Metrics
+	// Workers is the shared pool's size (DefaultWorkers when zero).
+	Workers int
+	// Classes are the routes that get a bulkhead each in budgeted mode,
+	// such as checkout, browse and status at the gateway. Without classes,
+	// budgeted mode uses one pool of Workers with bounded waits.
+	Classes []string
+	// ClassSize is each class's bulkhead (DefaultBulkhead when zero).
+	ClassSize int
+	// MaxWait bounds a budgeted wait for a worker (zero: fail at once when
+	// all are busy); the remaining budget bounds it too.
+	MaxWait time.Duration
+}
+
+// Inbound bounds the work a service takes on at once.
+type Inbound struct {
+	o       InboundOptions
+	shared  *PoolRef            // naive: one pool, unbounded FIFO queue
+	bounded *PoolRef            // budgeted, without classes
+	classes map[string]*PoolRef // budgeted: a bulkhead per class
+}
+
+// NewInbound returns the service's pools, registered with its metrics and
+// reset on every mode switch.
+func NewInbound(o InboundOptions) *Inbound {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.ClassSize <= 0 {
+		o.ClassSize = DefaultBulkhead
+	}
+	in := &Inbound{o: o, classes: map[string]*PoolRef{}}
+	in.shared = NewPoolRef(bulkhead.Settings{Name: o.Service + ".shared", Capacity: o.Workers, MaxWait: -1}, o.Metrics)
+	if len(o.Classes) == 0 {
+		in.bounded = NewPoolRef(bulkhead.Settings{Name: o.Service + ".workers", Capacity: o.Workers, MaxWait: o.MaxWait}, o.Metrics)
+	}
+	for _, c := range o.Classes {
+		in.classes[c] = NewPoolRef(bulkhead.Settings{Name: o.Service + "." + c, Capacity: o.ClassSize, MaxWait: o.MaxWait}, o.Metrics)
+	}
+	o.Settings.OnSwitch(func(mode.Settings) {
+		in.shared.Reset()
+		if in.bounded != nil {
+			in.bounded.Reset()
+		}
+		for _, r := range in.classes {
+			r.Reset()
+		}
+	})
+	return in
+}
+
+// Shared is the naive mode's pool.
+func (in *Inbound) Shared() *PoolRef { return in.shared }
+
+// pool picks the pool for a request of class.
+func (in *Inbound) pool(class string, m mode.Mechanisms) *PoolRef {
+	switch {
+	case !m.Bulkheads:
+		return in.shared
+	case in.bounded != nil:
+		return in.bounded
+	}
+	if r, ok := in.classes[class]; ok {
+		return r
+	}
+	return in.shared
+}
+
+// admit waits for a worker and, in budgeted mode, checks the budget again
+// once one is free: time spent in the queue counts against the budget.
+// On success the caller must release the returned pool's slot.
+func (in *Inbound) admit(ctx context.Context, class string) (*bulkhead.Pool, *Rejection) {
+	s := in.o.Settings.Load()
+	ref := in.pool(class, s.Mechanisms)
+	pool := ref.Pool()
+	if _, err := pool.Acquire(ctx); err != nil {
+		if errors.Is(err, bulkhead.ErrFull) {
+			in.o.Metrics.Skipped(ctx, ReasonBulkheadFull)
+			in.o.Metrics.PoolRejected(ctx, ref.Name())
+			return nil, &Rejection{Code: codes.ResourceExhausted, Reason: ReasonBulkheadFull, Err: err,
+				Message: fmt.Sprintf("%s busy: bulkhead %q full", in.o.Service, ref.Name())}
+		}
+		in.o.Metrics.Skipped(ctx, ReasonExpiredAtDequeue)
+		return nil, &Rejection{Code: codes.DeadlineExceeded, Reason: ReasonExpiredAtDequeue, Err: err,
+			Message: "deadline expired while waiting for a worker"}
+	}
+	if err := s.Policy().Admit(ctx); err != nil {
+		pool.Release()
+		in.o.Metrics.Skipped(ctx, ReasonExpiredAtDequeue)
+		return nil, &Rejection{Code: codes.DeadlineExceeded, Reason: ReasonExpiredAtDequeue, Err: err,
+			Message: "after waiting for a worker: " + err.Error()}
+	}
+	return pool, nil
+}
+
+// UnaryServerInterceptor makes every request of a gRPC service wait for a
+// worker. It runs after the deadline interceptor and after naive mode has
+// detached the request from its caller.
+func (in *Inbound) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		pool, rej := in.admit(ctx, "")
+		if rej != nil {
+			return nil, rej
+		}
+		defer pool.Release()
+		return handler(ctx, req)
+	}
+}
+
+// Middleware makes every request of one HTTP route class wait for a
+// worker: a 503 with Retry-After when the bulkhead is full, a 504 when the
+// budget ran out in the queue.
+func (in *Inbound) Middleware(class string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			pool, rej := in.admit(r.Context(), class)
+			if rej != nil {
+				if rej.Code == codes.ResourceExhausted {
+					problem.WriteRetry(w, r, http.StatusServiceUnavailable, rej.Message, time.Second)
+				} else {
+					problem.Write(w, r, http.StatusGatewayTimeout, rej.Message)
+				}
+				return
+			}
+			defer pool.Release()
+			next.ServeHTTP(w, r)
+		})
+	}
+}

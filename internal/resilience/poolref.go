@@ -1,0 +1,37 @@
+package resilience
+
+import (
+	"sync/atomic"
+
+	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
+	"github.com/mercado-lab/mercado/internal/telemetry"
+)
+
+// PoolRef holds a pool that a mode switch replaces with a fresh one, so one
+// phase's queue never leaks into the next. Work still holding a slot of the
+// old pool releases it there.
+type PoolRef struct {
+	settings bulkhead.Settings
+	p        atomic.Pointer[bulkhead.Pool]
+}
+
+// NewPoolRef returns a PoolRef holding a new pool with s, and reports the
+// pool's figures to m (may be nil).
+func NewPoolRef(s bulkhead.Settings, m *telemetry.Metrics) *PoolRef {
+	r := &PoolRef{settings: s}
+	r.Reset()
+	_ = m.ObservePool(s.Name, func() (int, int, int) {
+		st := r.Pool().Stats()
+		return st.InFlight, st.Waiting, st.Capacity
+	})
+	return r
+}
+
+// Pool returns the pool in force.
+func (r *PoolRef) Pool() *bulkhead.Pool { return r.p.Load() }
+
+// Reset puts a new, empty pool in force.
+func (r *PoolRef) Reset() { r.p.Store(bulkhead.New(r.settings)) }
+
+// Name is the pool's name.
+func (r *PoolRef) Name() string { return r.settings.Name }

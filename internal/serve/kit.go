@@ -1,0 +1,94 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/mercado-lab/mercado/internal/admin"
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/resilience"
+	"github.com/mercado-lab/mercado/internal/telemetry"
+	"github.com/mercado-lab/mercado/pkg/deadline"
+)
+
+// Kit is what every service is built from: the settings in force, its
+// simulated faults, its metrics, its inbound pools and its admin API.
+type Kit struct {
+	Name     string
+	Settings *mode.Live
+	Faults   *faults.Injector
+	Metrics  *telemetry.Metrics
+	Inbound  *resilience.Inbound
+	Log      *slog.Logger
+	// Peers receive the gateway's fanned-out mode switches.
+	Peers []admin.Peer
+
+	common Common
+}
+
+// KitOptions adjust a Kit.
+type KitOptions struct {
+	// Classes are the route classes that get a bulkhead each (gateway).
+	Classes []string
+	// Peers receive fanned-out mode switches (gateway).
+	Peers []admin.Peer
+}
+
+// NewKit builds a service's kit from its common configuration.
+func NewKit(name string, c Common, o KitOptions, log *slog.Logger) (*Kit, error) {
+	m, err := telemetry.New(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: metrics: %w", name, err)
+	}
+	settings := mode.NewLive(c.Settings())
+	settings.OnSwitch(func(s mode.Settings) { m.ModeChange(context.Background(), string(s.Mode)) })
+	return &Kit{
+		Name: name, Settings: settings, Faults: faults.NewInjector(c.Faults), Metrics: m,
+		Inbound: resilience.NewInbound(resilience.InboundOptions{
+			Service: name, Settings: settings, Metrics: m, Classes: o.Classes,
+			Workers: c.Resilience.Workers, ClassSize: c.Resilience.Bulkhead, MaxWait: c.Resilience.MaxWait,
+		}),
+		Log: log.With("service", name), Peers: o.Peers, common: c,
+	}, nil
+}
+
+// Outbound returns the resilience policy of one dependency, sized by the
+// service's configuration.
+func (k *Kit) Outbound(o resilience.OutboundOptions) *resilience.Outbound {
+	r := k.common.Resilience
+	o.Settings, o.Metrics = k.Settings, k.Metrics
+	o.Bulkhead.Capacity, o.Bulkhead.MaxWait = r.Bulkhead, r.MaxWait
+	o.Breaker.Window, o.Breaker.FailureRatio, o.Breaker.OpenFor = r.BreakerWindow, r.BreakerRatio, r.BreakerOpen
+	return resilience.NewOutbound(o)
+}
+
+// AdminHandler is the kit's admin API.
+func (k *Kit) AdminHandler() http.Handler {
+	return admin.Handler(admin.Options{
+		Service: k.Name, Settings: k.Settings, Faults: k.Faults, Metrics: k.Metrics.Handler(),
+		Token: k.common.AdminToken, Peers: k.Peers, Log: k.Log,
+	})
+}
+
+// DeadlineHooks feed the metrics from pkg/deadline's server side: the
+// remaining budget on arrival, requests turned away on arrival, and work
+// finished after the client had given up.
+func (k *Kit) DeadlineHooks() deadline.Hooks {
+	m := k.Metrics
+	return deadline.Hooks{
+		OnArrival: func(ctx context.Context, a deadline.ArrivalInfo) {
+			m.Arrival(ctx, a.Method, a.Remaining, a.HasBudget)
+			if a.Rejected {
+				reason := telemetry.ReasonExpiredOnArrival
+				if a.Reason == deadline.ReasonBelowFloor {
+					reason = telemetry.ReasonBelowFloorOnArrival
+				}
+				m.Skipped(ctx, reason)
+			}
+		},
+		OnLate: func(ctx context.Context, l deadline.LateInfo) { m.Late(ctx, l.Method, l.Late) },
+	}
+}

@@ -1,0 +1,88 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/metric"
+)
+
+type poolObserver struct {
+	stats func() (inFlight, waiting, capacity int)
+	opts  opts
+}
+
+type breakerObserver struct {
+	state func() int
+	opts  opts
+}
+
+// ObservePool reports a pool or bulkhead as the gauges mercado_pool_in_flight,
+// mercado_pool_waiting and mercado_pool_capacity{pool=name}. stats is called
+// at scrape time, never on the request path, so it reads the pool as it is
+// when Prometheus looks. Observing the same name again replaces the earlier
+// stats: a pool rebuilt on a mode switch is simply observed again.
+func (m *Metrics) ObservePool(name string, stats func() (inFlight, waiting, capacity int)) error {
+	if m == nil {
+		return nil
+	}
+	if name == "" || stats == nil {
+		return errors.New("telemetry: ObservePool needs a pool name and a stats function")
+	}
+	o := poolObserver{stats: stats, opts: m.pools.get(name)}
+	m.observed.mu.Lock()
+	defer m.observed.mu.Unlock()
+	if m.observed.pools == nil {
+		m.observed.pools = make(map[string]poolObserver)
+	}
+	m.observed.pools[name] = o
+	return nil
+}
+
+// ObserveBreaker reports a dependency's circuit breaker as the gauge
+// mercado_breaker_state{dep} (BreakerClosed, BreakerHalfOpen, BreakerOpen).
+// state is called at scrape time. Observing the same dep again replaces the
+// earlier state function.
+func (m *Metrics) ObserveBreaker(dep string, state func() int) error {
+	if m == nil {
+		return nil
+	}
+	if dep == "" || state == nil {
+		return errors.New("telemetry: ObserveBreaker needs a dependency name and a state function")
+	}
+	o := breakerObserver{state: state, opts: m.deps.get(dep)}
+	m.observed.mu.Lock()
+	defer m.observed.mu.Unlock()
+	if m.observed.breakers == nil {
+		m.observed.breakers = make(map[string]breakerObserver)
+	}
+	m.observed.breakers[dep] = o
+	return nil
+}
+
+// observe is the scrape-time callback of the pool and breaker gauges.
+func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
+	// Copy under the lock, call outside it: a stats function that takes
+	// its own locks, or observes another pool, cannot deadlock with us.
+	m.observed.mu.Lock()
+	pools := make([]poolObserver, 0, len(m.observed.pools))
+	for _, p := range m.observed.pools {
+		pools = append(pools, p)
+	}
+	breakers := make([]breakerObserver, 0, len(m.observed.breakers))
+	for _, b := range m.observed.breakers {
+		breakers = append(breakers, b)
+	}
+	m.observed.mu.Unlock()
+
+	for _, p := range pools {
+		inFlight, waiting, capacity := p.stats()
+		o.ObserveInt64(m.poolInFlight, int64(inFlight), p.opts.obs...)
+		o.ObserveInt64(m.poolWaiting, int64(waiting), p.opts.obs...)
+		o.ObserveInt64(m.poolCapacity, int64(capacity), p.opts.obs...)
+	}
+	for _, b := range breakers {
+		o.ObserveInt64(m.breakerState, int64(b.state()), b.opts.obs...)
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/mercado-lab/mercado/pkg/deadline"
+)
+
+// Class is one kind of traffic.
+type Class struct {
+	// Name labels the class in results ("checkout", "browse" ...).
+	Name string
+	// Rate is requests per second, sent open-loop.
+	Rate float64
+	// Deadline is how long the client waits; it is sent as X-Deadline-Ms
+	// and the client gives up when it passes.
+	Deadline time.Duration
+	// Request builds the seq-th request (0, 1, ...) against base. It is
+	// called from many goroutines at once.
+	Request func(base string, seq uint64) vegeta.Target
+}
+
+// Sample is one request's result.
+type Sample struct {
+	Class string
+	Seq   uint64
+	// Intended is when the schedule said to send it; Sent when it went.
+	Intended, Sent time.Time
+	// Latency runs from Intended to the end of the answer.
+	Latency time.Duration
+	// Code is the HTTP status, 0 when no answer came.
+	Code int
+	// Failure classifies a request that did not succeed ("" when it did).
+	Failure string
+}
+
+// Failure classes.
+const (
+	FailDeadline  = "deadline"   // 504, or the client gave up at its deadline
+	FailBreaker   = "breaker"    // 503 from an open circuit breaker
+	FailBulkhead  = "bulkhead"   // 503 from a full bulkhead or pool
+	FailUnavail   = "unavailable" // other 503s
+	FailBudget    = "budget_floor" // 504 because too little budget was left to try
+	FailClient    = "4xx"
+	FailServer    = "5xx"
+	FailTransport = "transport"
+)
+
+// Options configure Run.
+type Options struct {
+	// Base is the gateway's base URL.
+	Base string
+	// Duration is how long to send for.
+	Duration time.Duration
+	// OnSample, if set, sees every sample as it arrives (progress, time
+	// series). It is called from one goroutine per class.
+	OnSample func(Sample)
+}
+
+// Run sends every class at its rate for the duration and returns all the
+// samples, each class in send order.
+func Run(ctx context.Context, o Options, classes ...Class) (map[string][]Sample, error) {
+	if o.Duration <= 0 {
+		return nil, errors.New("loadtest: duration must be positive")
+	}
+	out := make(map[string][]Sample, len(classes))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range classes {
+		if c.Rate <= 0 || c.Request == nil {
+			return nil, fmt.Errorf("loadtest: class %q needs a positive rate and a request", c.Name)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			samples := runClass(ctx, o, c)
+			mu.Lock()
+			out[c.Name] = samples
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out, ctx.Err()
+}
+
+func runClass(ctx context.Context, o Options, c Class) []Sample {
+	interval := time.Duration(float64(time.Second) / c.Rate)
+	client := &http.Client{
+		Timeout: c.Deadline,
+		Transport: &http.Transport{
+			MaxIdleConnsPerHost: 1000,
+			IdleConnTimeout:     30 * time.Second,
+		},
+	}
+	defer client.CloseIdleConnections()
+	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(16), vegeta.MaxBody(64<<10))
+	stop := context.AfterFunc(ctx, func() { atk.Stop() })
+	defer stop()
+
+	var seq atomic.Uint64
+	targeter := func(t *vegeta.Target) error {
+		*t = c.Request(o.Base, seq.Add(1)-1)
+		if t.Header == nil {
+			t.Header = http.Header{}
+		}
+		t.Header.Set(deadline.HeaderDeadline, strconv.FormatInt(c.Deadline.Milliseconds(), 10))
+		return nil
+	}
+	rate := vegeta.Rate{Freq: 1, Per: interval}
+	var samples []Sample
+	var began time.Time
+	for r := range atk.Attack(targeter, rate, o.Duration, c.Name) {
+		if began.IsZero() || r.Timestamp.Add(-time.Duration(r.Seq)*interval).Before(began) {
+			// The schedule's origin: the earliest send time less its
+			// place in the schedule.
+			began = r.Timestamp.Add(-time.Duration(r.Seq) * interval)
+		}
+		s := Sample{Class: c.Name, Seq: r.Seq, Sent: r.Timestamp, Code: int(r.Code), Latency: r.Latency}
+		s.Failure = classify(r)
+		samples = append(samples, s)
+	}
+	for i := range samples {
+		s := &samples[i]
+		s.Intended = began.Add(time.Duration(s.Seq) * interval)
+		s.Latency = s.Sent.Add(s.Latency).Sub(s.Intended)
+		if o.OnSample != nil {
+			o.OnSample(*s)
+		}
+	}
+	return samples
+}
+
+// classify names why a request failed, from its status and problem body.
+func classify(r *vegeta.Result) string {
+	body := strings.ToLower(string(r.Body))
+	switch {
+	case r.Code >= 200 && r.Code < 300:
+		return ""
+	case r.Code == 0 && strings.Contains(r.Error, "Client.Timeout"):
+		return FailDeadline
+	case r.Code == 0:
+		return FailTransport
+	case r.Code == http.StatusGatewayTimeout && strings.Contains(body, "insufficient budget"):
+		return FailBudget
+	case r.Code == http.StatusGatewayTimeout:
+		return FailDeadline
+	case r.Code == http.StatusServiceUnavailable && strings.Contains(body, "breaker"):
+		return FailBreaker
+	case r.Code == http.StatusServiceUnavailable && (strings.Contains(body, "bulkhead") || strings.Contains(body, "busy")):
+		return FailBulkhead
+	case r.Code == http.StatusServiceUnavailable:
+		return FailUnavail
+	case r.Code >= 400 && r.Code < 500:
+		return FailClient
+	}
+	return FailServer
+}

@@ -1,0 +1,70 @@
+package loadtest
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Summary is one class's figures, computed exactly from every sample.
+type Summary struct {
+	Class    string `json:"class"`
+	Requests int    `json:"requests"`
+	// OK counts 2xx answers; Good counts those within the deadline.
+	OK   int `json:"ok"`
+	Good int `json:"good"`
+	// SuccessRatio is Good / Requests.
+	SuccessRatio float64 `json:"success_ratio"`
+	// Goodput is good answers per second of the run.
+	Goodput float64 `json:"goodput_per_s"`
+	// Percentiles of latency from the intended send time, in ms.
+	P50MS  float64 `json:"p50_ms"`
+	P90MS  float64 `json:"p90_ms"`
+	P99MS  float64 `json:"p99_ms"`
+	P999MS float64 `json:"p999_ms"`
+	MaxMS  float64 `json:"max_ms"`
+	// Failures counts failed requests by class of failure.
+	Failures map[string]int `json:"failures"`
+}
+
+// Summarize computes a class's figures. A request is good when it
+// succeeded within deadline; the run lasted duration.
+func Summarize(class string, samples []Sample, deadline, duration time.Duration) Summary {
+	s := Summary{Class: class, Requests: len(samples), Failures: map[string]int{}}
+	lat := make([]time.Duration, 0, len(samples))
+	for _, x := range samples {
+		lat = append(lat, x.Latency)
+		switch {
+		case x.Failure != "":
+			s.Failures[x.Failure]++
+		case x.Latency <= deadline:
+			s.OK++
+			s.Good++
+		default:
+			s.OK++
+		}
+	}
+	if len(samples) == 0 {
+		return s
+	}
+	s.SuccessRatio = float64(s.Good) / float64(s.Requests)
+	if duration > 0 {
+		s.Goodput = float64(s.Good) / duration.Seconds()
+	}
+	slices.Sort(lat)
+	s.P50MS, s.P90MS, s.P99MS, s.P999MS = ms(Percentile(lat, 50)), ms(Percentile(lat, 90)), ms(Percentile(lat, 99)), ms(Percentile(lat, 99.9))
+	s.MaxMS = ms(lat[len(lat)-1])
+	return s
+}
+
+// Percentile returns the p-th percentile (nearest rank) of sorted values.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	rank = min(max(rank, 1), len(sorted))
+	return sorted[rank-1]
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
