@@ -46,10 +46,10 @@ type Sample struct {
 
 // Failure classes.
 const (
-	FailDeadline  = "deadline"   // 504, or the client gave up at its deadline
-	FailBreaker   = "breaker"    // 503 from an open circuit breaker
-	FailBulkhead  = "bulkhead"   // 503 from a full bulkhead or pool
-	FailUnavail   = "unavailable" // other 503s
+	FailDeadline  = "deadline"     // 504, or the client gave up at its deadline
+	FailBreaker   = "breaker"      // 503 from an open circuit breaker
+	FailBulkhead  = "bulkhead"     // 503 from a full bulkhead or pool
+	FailUnavail   = "unavailable"  // other 503s
 	FailBudget    = "budget_floor" // 504 because too little budget was left to try
 	FailClient    = "4xx"
 	FailServer    = "5xx"

@@ -23,10 +23,10 @@ import (
 // per dependency and a breaker that opens at 50% failures over the last 20
 // calls for 30 s (Drill 76); three attempts; backoff with full jitter.
 const (
-	DefaultBulkhead = 25
-	DefaultAttempts     = 3
-	DefaultBaseBackoff  = 20 * time.Millisecond
-	DefaultMaxBackoff   = 200 * time.Millisecond
+	DefaultBulkhead    = 25
+	DefaultAttempts    = 3
+	DefaultBaseBackoff = 20 * time.Millisecond
+	DefaultMaxBackoff  = 200 * time.Millisecond
 	// DefaultRetryRatio lets retries add at most about 10% to the load.
 	DefaultRetryRatio = 0.1
 	DefaultRetryBurst = 10
