@@ -22,9 +22,13 @@ type Class struct {
 	Name string
 	// Rate is requests per second, sent open-loop.
 	Rate float64
-	// Deadline is how long the client waits; it is sent as X-Deadline-Ms
-	// and the client gives up when it passes.
+	// Deadline is the client's deadline, sent as X-Deadline-Ms: an answer
+	// after it does not count as good.
 	Deadline time.Duration
+	// Patience is how long the client waits before hanging up; zero means
+	// at the deadline, as a mobile app does. A lab may wait longer to
+	// measure how late the late answers are.
+	Patience time.Duration
 	// Request builds the seq-th request (0, 1, ...) against base. It is
 	// called from many goroutines at once.
 	Request func(base string, seq uint64) vegeta.Target
@@ -95,8 +99,12 @@ func Run(ctx context.Context, o Options, classes ...Class) (map[string][]Sample,
 
 func runClass(ctx context.Context, o Options, c Class) []Sample {
 	interval := time.Duration(float64(time.Second) / c.Rate)
+	patience := c.Patience
+	if patience <= 0 {
+		patience = c.Deadline
+	}
 	client := &http.Client{
-		Timeout: c.Deadline,
+		Timeout: patience,
 		Transport: &http.Transport{
 			MaxIdleConnsPerHost: 1000,
 			IdleConnTimeout:     30 * time.Second,

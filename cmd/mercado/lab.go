@@ -19,9 +19,12 @@ dependency on purpose, and prints what naive and budgeted modes did,
 measured. With no lab named, runs lesson7.
 
 Labs:
-  lesson7   lesson 7's chain: a 1200 ms deadline; catalog takes 280 ms,
-            payments 760 ms, shipping is degraded. Naive ends over the
-            deadline; budgeted clips shipping and ends within it.
+  lesson7    lesson 7's chain: a 1200 ms deadline; catalog takes 280 ms,
+             payments 760 ms, shipping is degraded. Naive ends over the
+             deadline; budgeted clips shipping and ends within it.
+  isolation  Drill 76: shipping's carrier hangs under an open-loop stream of
+             checkouts while browsers keep browsing. Naive fills its shared
+             pool and browsing goes dark; budgeted keeps it green.
 
 Flags:
 `
@@ -34,6 +37,8 @@ func runLab(ctx context.Context, args []string, getenv func(string) string, stdo
 	switch name {
 	case "lesson7":
 		return runLesson7(ctx, args, getenv, stdout, stderr)
+	case "isolation":
+		return runIsolation(ctx, args, getenv, stdout, stderr)
 	}
 	fmt.Fprint(stderr, labUsage)
 	return usagef("lab: unknown lab %q", name)
@@ -78,5 +83,48 @@ func runLesson7(ctx context.Context, args []string, getenv func(string) string, 
 		return res.WriteJSON(stdout)
 	}
 	res.WriteTable(stdout, cfg)
+	return nil
+}
+
+func runIsolation(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := lab.DefaultIsolation()
+	fs := flag.NewFlagSet("mercado lab isolation", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, labUsage)
+		fs.PrintDefaults()
+	}
+	asJSON := fs.Bool("json", false, "print the measured results as JSON")
+	fs.Float64Var(&cfg.CheckoutRate, "checkout-rate", cfg.CheckoutRate, "checkouts per second, open loop")
+	fs.Float64Var(&cfg.BrowseRate, "browse-rate", cfg.BrowseRate, "browses per second, open loop")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long each mode is loaded")
+	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "every client's deadline")
+	fs.DurationVar(&cfg.Hang, "hang", cfg.Hang, "how long the slow carrier takes to answer")
+	fs.DurationVar(&cfg.BreakerOpen, "breaker-open", cfg.BreakerOpen, "how long an open breaker stays open")
+	if err := flagenv.Parse(fs, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("lab isolation: unexpected argument %q", fs.Arg(0))
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{fmt.Errorf("lab isolation: %w", err)}
+	}
+	// The lab breaks the shop on purpose and stops it mid-flight; what the
+	// services would log about that is not the lesson.
+	log := slog.New(slog.DiscardHandler)
+	bar := newProgress(stderr)
+	res, err := lab.Isolation(ctx, cfg, log, bar.update)
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("lab isolation: %w", err)
+	}
+	if *asJSON {
+		return res.WriteJSON(stdout)
+	}
+	res.WriteTable(stdout)
 	return nil
 }

@@ -1,0 +1,100 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Families are one scrape of a /metrics endpoint, by family name.
+type Families map[string]*dto.MetricFamily
+
+// Scrape reads and parses the Prometheus text exposition at url.
+func Scrape(ctx context.Context, client *http.Client, url string) (Families, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scraping %s: HTTP %d", url, resp.StatusCode)
+	}
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", url, err)
+	}
+	return fams, nil
+}
+
+// Sum adds up a counter or gauge family's series whose labels include
+// every label in match (nil matches all). Histograms add their counts.
+func (f Families) Sum(name string, match map[string]string) float64 {
+	fam, ok := f[name]
+	if !ok {
+		return 0
+	}
+	var total float64
+	for _, m := range fam.GetMetric() {
+		if !labelsMatch(m, match) {
+			continue
+		}
+		switch {
+		case m.GetCounter() != nil:
+			total += m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			total += m.GetGauge().GetValue()
+		case m.GetHistogram() != nil:
+			total += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return total
+}
+
+// ByLabel adds up a family's series by the value of one label.
+func (f Families) ByLabel(name, label string) map[string]float64 {
+	out := map[string]float64{}
+	fam, ok := f[name]
+	if !ok {
+		return out
+	}
+	for _, m := range fam.GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() != label {
+				continue
+			}
+			switch {
+			case m.GetCounter() != nil:
+				out[lp.GetValue()] += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				out[lp.GetValue()] += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+func labelsMatch(m *dto.Metric, match map[string]string) bool {
+	for k, v := range match {
+		found := false
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == k && lp.GetValue() == v {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
