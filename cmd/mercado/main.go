@@ -21,7 +21,9 @@ const usage = `mercado — a five-service checkout shop for learning timeout bud
 
 Usage:
   mercado serve <gateway|orders|catalog|payments|shipping|all> [flags]
-  mercado lab [lesson7] [flags]
+  mercado lab [lesson7|isolation] [flags]
+  mercado mode [naive|budgeted] [flags]       (a running shop)
+  mercado fault <service> [flags]             (a running service)
   mercado version
   mercado help
 
@@ -71,6 +73,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runServe(ctx, rest, getenv, stderr)
 	case "lab":
 		return runLab(ctx, rest, getenv, stdout, stderr)
+	case "mode":
+		return runMode(ctx, rest, getenv, stdout, stderr)
+	case "fault":
+		return runFault(ctx, rest, getenv, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "mercado", buildVersion())
 		return nil
