@@ -101,6 +101,7 @@ func runIsolation(ctx context.Context, args []string, getenv func(string) string
 	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "every client's deadline")
 	fs.DurationVar(&cfg.Hang, "hang", cfg.Hang, "how long the slow carrier takes to answer")
 	fs.DurationVar(&cfg.BreakerOpen, "breaker-open", cfg.BreakerOpen, "how long an open breaker stays open")
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "each service's worker pool (naive: shared by every route)")
 	if err := flagenv.Parse(fs, args, getenv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

@@ -37,6 +37,8 @@ type IsolationConfig struct {
 	// BreakerOpen is how long a breaker stays open (shorter than the
 	// production 30 s, so the run shows it probing again).
 	BreakerOpen time.Duration
+	// Workers is each service's worker pool (the naive shared pool).
+	Workers int
 }
 
 // DefaultIsolation is sized to fill the naive shared pool of 200 on a
@@ -45,6 +47,7 @@ func DefaultIsolation() IsolationConfig {
 	return IsolationConfig{
 		CheckoutRate: 100, BrowseRate: 20, Duration: 15 * time.Second,
 		Deadline: time.Second, Hang: 5 * time.Second, BreakerOpen: 5 * time.Second,
+		Workers: serve.DefaultResilience().Workers,
 	}
 }
 
@@ -61,6 +64,8 @@ func (c IsolationConfig) Validate() error {
 		return fmt.Errorf("hang: %v is outside (0, 10m]", c.Hang)
 	case c.BreakerOpen <= 0 || c.BreakerOpen > time.Hour:
 		return fmt.Errorf("breaker-open: %v is outside (0, 1h]", c.BreakerOpen)
+	case c.Workers < 1 || c.Workers > 10_000:
+		return fmt.Errorf("workers: %d is outside 1 to 10000", c.Workers)
 	}
 	return nil
 }
@@ -131,7 +136,7 @@ func isolationOnce(ctx context.Context, cfg IsolationConfig, m mode.Mode, log *s
 	sc.SetMode(m, serve.DefaultMargin, serve.DefaultFloor)
 	sc.SetDrainTimeout(200 * time.Millisecond)
 	r := serve.DefaultResilience()
-	r.BreakerOpen = cfg.BreakerOpen
+	r.BreakerOpen, r.Workers = cfg.BreakerOpen, cfg.Workers
 	sc.SetResilience(r)
 	sc.Shipping.Faults = faults.Set{"CreateShipment": {Hang: cfg.Hang}}
 	s, err := shop.Start(ctx, sc, log)

@@ -1,0 +1,221 @@
+package apperr_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mercado-lab/mercado/internal/apperr"
+	"github.com/mercado-lab/mercado/pkg/deadline"
+)
+
+func TestErrorMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"New formats", apperr.New(apperr.NotFound, "unknown sku %q", "tea"), `unknown sku "tea"`},
+		{"Wrap adds the cause", apperr.Wrap(apperr.Timeout, io.EOF, "carrier did not answer"), "carrier did not answer: EOF"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Errorf("Error() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWrapUnwraps(t *testing.T) {
+	err := apperr.Wrap(apperr.Unavailable, io.ErrUnexpectedEOF, "reading")
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Error("errors.Is does not reach the wrapped cause")
+	}
+	var e *apperr.Error
+	if !errors.As(fmt.Errorf("outer: %w", err), &e) || e.Code != apperr.Unavailable {
+		t.Errorf("errors.As through a %%w wrap = %+v, want code %q", e, apperr.Unavailable)
+	}
+}
+
+func TestGRPCCode(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want codes.Code
+	}{
+		{"nil", nil, codes.OK},
+		{"invalid", apperr.New(apperr.Invalid, "x"), codes.InvalidArgument},
+		{"not found", apperr.New(apperr.NotFound, "x"), codes.NotFound},
+		{"conflict", apperr.New(apperr.Conflict, "x"), codes.FailedPrecondition},
+		{"unavailable", apperr.New(apperr.Unavailable, "x"), codes.Unavailable},
+		{"timeout", apperr.New(apperr.Timeout, "x"), codes.DeadlineExceeded},
+		{"internal", apperr.New(apperr.Internal, "x"), codes.Internal},
+		{"unknown code", apperr.New(apperr.Code("weird"), "x"), codes.Internal},
+		{"coded error wrapped with %w", fmt.Errorf("order o1: %w", apperr.New(apperr.NotFound, "x")), codes.NotFound},
+		{"the code wins over a context error it wraps", apperr.Wrap(apperr.Unavailable, context.DeadlineExceeded, "x"), codes.Unavailable},
+		{"insufficient budget", fmt.Errorf("calling shipping: %w", deadline.ErrInsufficientBudget), codes.DeadlineExceeded},
+		{"call timeout", fmt.Errorf("calling payments: %w", deadline.ErrCallTimeout), codes.DeadlineExceeded},
+		{"budget exhausted", fmt.Errorf("calling catalog: %w", deadline.ErrBudgetExhausted), codes.DeadlineExceeded},
+		{"context deadline", context.DeadlineExceeded, codes.DeadlineExceeded},
+		{"wrapped context deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
+		{"context canceled", context.Canceled, codes.Canceled},
+		{"wrapped context canceled", fmt.Errorf("x: %w", context.Canceled), codes.Canceled},
+		{"downstream status passed on", status.Error(codes.ResourceExhausted, "pool full"), codes.ResourceExhausted},
+		{"wrapped downstream status", fmt.Errorf("x: %w", status.Error(codes.Unavailable, "down")), codes.Unavailable},
+		{"plain error", errors.New("boom"), codes.Internal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := apperr.GRPCCode(tt.err); got != tt.want {
+				t.Errorf("GRPCCode(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+// The cause a deadline context records (context.Cause) is what the
+// services return when a wait ends: it must map like the context error.
+func TestGRPCCodeOfContextCause(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(deadline.ErrBudgetExhausted)
+	if got := apperr.GRPCCode(context.Cause(ctx)); got != codes.DeadlineExceeded {
+		t.Errorf("GRPCCode(cause %v) = %v, want DeadlineExceeded", context.Cause(ctx), got)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	secret := errors.New("pq: password authentication failed for user mercado")
+	tests := []struct {
+		name     string
+		err      error
+		wantCode codes.Code
+		wantMsg  string
+	}{
+		{"invalid keeps its message", apperr.New(apperr.Invalid, "sku is required"), codes.InvalidArgument, "sku is required"},
+		{"timeout keeps the whole chain", apperr.Wrap(apperr.Timeout, context.DeadlineExceeded, "carrier did not answer in time"),
+			codes.DeadlineExceeded, "carrier did not answer in time: context deadline exceeded"},
+		{"internal hides its detail", apperr.Wrap(apperr.Internal, secret, "saving the order"), codes.Internal, "internal error"},
+		{"an uncoded error is internal and hidden", secret, codes.Internal, "internal error"},
+		{"an unknown code is internal and hidden", apperr.New(apperr.Code("weird"), "detail"), codes.Internal, "internal error"},
+		{"a context error", context.Canceled, codes.Canceled, "context canceled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, ok := status.FromError(apperr.Status(tt.err))
+			if !ok {
+				t.Fatalf("Status(%v) is not a gRPC status error", tt.err)
+			}
+			if s.Code() != tt.wantCode || s.Message() != tt.wantMsg {
+				t.Errorf("Status(%v) = %v %q, want %v %q", tt.err, s.Code(), s.Message(), tt.wantCode, tt.wantMsg)
+			}
+			if strings.Contains(s.Message(), "password") {
+				t.Errorf("Status leaked internal detail: %q", s.Message())
+			}
+		})
+	}
+	if err := apperr.Status(nil); err != nil {
+		t.Errorf("Status(nil) = %v, want nil", err)
+	}
+}
+
+func TestFromGRPC(t *testing.T) {
+	tests := []struct {
+		in   codes.Code
+		want apperr.Code
+	}{
+		{codes.InvalidArgument, apperr.Invalid},
+		{codes.NotFound, apperr.NotFound},
+		{codes.FailedPrecondition, apperr.Conflict},
+		{codes.AlreadyExists, apperr.Conflict},
+		{codes.Aborted, apperr.Conflict},
+		{codes.Unavailable, apperr.Unavailable},
+		{codes.ResourceExhausted, apperr.Unavailable},
+		{codes.DeadlineExceeded, apperr.Timeout},
+		{codes.Canceled, apperr.Timeout},
+		{codes.Internal, apperr.Internal},
+		{codes.Unknown, apperr.Internal},
+		{codes.PermissionDenied, apperr.Internal},
+		{codes.Unimplemented, apperr.Internal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in.String(), func(t *testing.T) {
+			orig := status.Error(tt.in, "out of stock: \"filter-paper\" has 10 left")
+			err := apperr.FromGRPC(orig, "reserving stock")
+
+			var e *apperr.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("FromGRPC returned %T, want *apperr.Error", err)
+			}
+			if e.Code != tt.want {
+				t.Errorf("code = %q, want %q", e.Code, tt.want)
+			}
+			if !errors.Is(err, orig) {
+				t.Error("errors.Is(FromGRPC(err), err) = false: the dependency's status is lost")
+			}
+			if s, ok := status.FromError(orig); !ok || status.Code(err) != s.Code() {
+				t.Errorf("status.Code(FromGRPC(err)) = %v, want the dependency's %v", status.Code(err), s.Code())
+			}
+			want := `reserving stock: out of stock: "filter-paper" has 10 left`
+			if got := err.Error(); got != want {
+				t.Errorf("Error() = %q, want %q", got, want)
+			}
+			if strings.Contains(err.Error(), "rpc error") {
+				t.Errorf("Error() = %q shows the gRPC wrapping", err.Error())
+			}
+		})
+	}
+}
+
+func TestFromGRPCNonStatus(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		wantCode apperr.Code
+		wantMsg  string
+	}{
+		{"call skipped for lack of budget", fmt.Errorf("x: %w", deadline.ErrInsufficientBudget), apperr.Timeout,
+			"charging: x: deadline: insufficient budget"},
+		{"context deadline", context.DeadlineExceeded, apperr.Timeout, "charging: context deadline exceeded"},
+		{"already coded (a fake or local dependency)", apperr.New(apperr.NotFound, `unknown sku "x"`), apperr.NotFound,
+			`charging: unknown sku "x"`},
+		{"plain error", errors.New("boom"), apperr.Internal, "charging: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := apperr.FromGRPC(tt.err, "charging")
+			var e *apperr.Error
+			if !errors.As(err, &e) || e.Code != tt.wantCode {
+				t.Errorf("FromGRPC(%v) = %#v, want code %q", tt.err, err, tt.wantCode)
+			}
+			if err.Error() != tt.wantMsg {
+				t.Errorf("Error() = %q, want %q", err.Error(), tt.wantMsg)
+			}
+			if !errors.Is(err, tt.err) {
+				t.Error("errors.Is does not reach the original error")
+			}
+		})
+	}
+	if err := apperr.FromGRPC(nil, "charging"); err != nil {
+		t.Errorf("FromGRPC(nil) = %v, want nil", err)
+	}
+}
+
+// A dependency's answer, classified by FromGRPC and passed on by Status,
+// keeps its code across the hop and reads without gRPC's wrapping.
+func TestFromGRPCThenStatus(t *testing.T) {
+	dep := status.Error(codes.FailedPrecondition, `out of stock: "filter-paper" has 10 left`)
+	s := status.Convert(apperr.Status(apperr.FromGRPC(dep, "reserving stock")))
+	if s.Code() != codes.FailedPrecondition {
+		t.Errorf("code = %v, want FailedPrecondition", s.Code())
+	}
+	if want := `reserving stock: out of stock: "filter-paper" has 10 left`; s.Message() != want {
+		t.Errorf("message = %q, want %q", s.Message(), want)
+	}
+}

@@ -1,0 +1,372 @@
+package faults_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"maps"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/faults"
+)
+
+// Set is a flag.Value, so the services can bind it with fs.Var.
+var _ flag.Value = (*faults.Set)(nil)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want faults.Set
+	}{
+		{"empty", "", faults.Set{}},
+		{"only separators", " ; ;", faults.Set{}},
+		{"no method applies to all", "latency=280ms", faults.Set{"*": {Latency: 280 * time.Millisecond}}},
+		{"method and latency", "ReserveStock:latency=280ms", faults.Set{"ReserveStock": {Latency: 280 * time.Millisecond}}},
+		{"bare hang is the default hang", "CreateShipment:hang", faults.Set{"CreateShipment": {Hang: faults.DefaultHang}}},
+		{"hang with a duration", "CreateShipment:hang=10s", faults.Set{"CreateShipment": {Hang: 10 * time.Second}}},
+		{"latency and hang", "CreateCharge:latency=400ms,hang=10s",
+			faults.Set{"CreateCharge": {Latency: 400 * time.Millisecond, Hang: 10 * time.Second}}},
+		{"several specs", "ReserveStock:latency=280ms; CreateCharge:latency=760ms;*:latency=1ms",
+			faults.Set{
+				"ReserveStock": {Latency: 280 * time.Millisecond},
+				"CreateCharge": {Latency: 760 * time.Millisecond},
+				"*":            {Latency: time.Millisecond},
+			}},
+		{"spaces around parts", "  ReserveStock : latency=5ms , hang=1s ",
+			faults.Set{"ReserveStock": {Latency: 5 * time.Millisecond, Hang: time.Second}}},
+		{"later spec for a method wins", "X:latency=1ms;X:latency=2ms", faults.Set{"X": {Latency: 2 * time.Millisecond}}},
+		{"zero latency is allowed", "X:latency=0s", faults.Set{"X": {}}},
+		{"one hour is the most", "X:hang=1h", faults.Set{"X": {Hang: time.Hour}}},
+		{"distribution and error rate", "CreateCharge:p50=100ms,p99=400ms,error-rate=0.1",
+			faults.Set{"CreateCharge": {P50: 100 * time.Millisecond, P99: 400 * time.Millisecond, ErrorRate: 0.1}}},
+		{"extra delay", "delay=5ms", faults.Set{"*": {Delay: 5 * time.Millisecond}}},
+		{"error rate alone", "X:error-rate=1", faults.Set{"X": {ErrorRate: 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := faults.Parse(tt.in)
+			if err != nil {
+				t.Fatalf("Parse(%q) error: %v", tt.in, err)
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("Parse(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string // a piece of the error message
+	}{
+		{"empty method", ":latency=1ms", "empty method name"},
+		{"blank method", "  :latency=1ms", "empty method name"},
+		{"unknown key", "X:jitter=1ms", `unknown key "jitter"`},
+		{"no body", "X:", `unknown key ""`},
+		{"trailing comma", "X:latency=1ms,", `unknown key ""`},
+		{"latency without value", "X:latency", "needs a duration"},
+		{"latency with empty value", "X:latency=", "needs a duration"},
+		{"hang with empty value", "X:hang=", "needs a duration"},
+		{"not a duration", "X:latency=fast", "latency"},
+		{"no unit", "X:latency=280", "latency"},
+		{"negative", "X:latency=-1ms", "outside 0 to 1h"},
+		{"over an hour", "X:hang=61m", "outside 0 to 1h"},
+		{"error in a later spec", "A:latency=1ms;B:latency=x", `"B:latency=x"`},
+		{"p50 without p99", "X:p50=100ms", "p50 and p99"},
+		{"p99 below p50", "X:p50=100ms,p99=50ms", "below p50"},
+		{"latency and a distribution", "X:latency=1ms,p50=1ms,p99=2ms", "not both"},
+		{"error rate over 1", "X:error-rate=1.5", "error-rate"},
+		{"negative error rate", "X:error-rate=-0.1", "error-rate"},
+		{"error rate not a number", "X:error-rate=often", "error-rate"},
+		{"error rate without value", "X:error-rate", "error-rate"},
+		{"delay not a duration", "X:delay=5", "delay"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := faults.Parse(tt.in)
+			if err == nil {
+				t.Fatalf("Parse(%q) = %v, want an error", tt.in, got)
+			}
+			if got != nil {
+				t.Errorf("Parse(%q) returned %v with its error, want nil", tt.in, got)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse(%q) error = %q, want it to contain %q", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
+// Set adds to what is there, as a repeatable flag does.
+func TestSetAccumulates(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var s faults.Set // nil: Set must allocate
+	fs.Var(&s, "fault", "")
+	if err := fs.Parse([]string{"--fault", "A:latency=1ms", "--fault", "B:hang;latency=2ms"}); err != nil {
+		t.Fatal(err)
+	}
+	want := faults.Set{"A": {Latency: time.Millisecond}, "B": {Hang: faults.DefaultHang}, "*": {Latency: 2 * time.Millisecond}}
+	if !maps.Equal(s, want) {
+		t.Errorf("after two --fault flags: %v, want %v", s, want)
+	}
+	if err := fs.Parse([]string{"--fault", "C:bogus"}); err == nil {
+		t.Error("a bad --fault value was accepted")
+	}
+}
+
+func TestString(t *testing.T) {
+	tests := []struct {
+		name string
+		set  faults.Set
+		want string
+	}{
+		{"nil", nil, ""},
+		{"empty", faults.Set{}, ""},
+		{"sorted by method", faults.Set{
+			"ReserveStock": {Latency: 280 * time.Millisecond},
+			"*":            {Latency: time.Millisecond},
+			"CreateCharge": {Latency: 400 * time.Millisecond, Hang: 10 * time.Second},
+		}, "*:latency=1ms;CreateCharge:latency=400ms,hang=10s;ReserveStock:latency=280ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.set.String(); got != tt.want {
+				t.Errorf("String() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	t.Run("nil pointer", func(t *testing.T) {
+		var p *faults.Set
+		if got := p.String(); got != "" {
+			t.Errorf("(*Set)(nil).String() = %q, want empty", got)
+		}
+	})
+}
+
+// What String prints must parse back to the same set: the admin API and
+// the CLI show a set in the syntax a learner types.
+func TestStringRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		set  faults.Set
+	}{
+		{"empty", faults.Set{}},
+		{"latency", faults.Set{"ReserveStock": {Latency: 280 * time.Millisecond}}},
+		{"default hang", faults.Set{"CreateShipment": {Hang: faults.DefaultHang}}},
+		{"both", faults.Set{"CreateCharge": {Latency: 1500 * time.Microsecond, Hang: 90 * time.Second}}},
+		{"several", faults.Set{"*": {Latency: 300 * time.Millisecond}, "A": {Hang: time.Second}, "B": {Latency: time.Nanosecond}}},
+		// A zero spec exempts one method from the "*" spec: it must
+		// survive the trip as well.
+		{"zero spec overriding all", faults.Set{"*": {Latency: 300 * time.Millisecond}, "ListProducts": {}}},
+		{"every key", faults.Set{"CreateCharge": {P50: 100 * time.Millisecond, P99: 400 * time.Millisecond,
+			Delay: 5 * time.Millisecond, ErrorRate: 0.25, Hang: 10 * time.Second}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := tt.set.String()
+			got, err := faults.Parse(text)
+			if err != nil {
+				t.Fatalf("Parse(%q) (from String) error: %v", text, err)
+			}
+			if !maps.Equal(got, tt.set) {
+				t.Errorf("Parse(String()) = %v, want %v (text %q)", got, tt.set, text)
+			}
+		})
+	}
+}
+
+func TestSpecDuration(t *testing.T) {
+	tests := []struct {
+		name string
+		spec faults.Spec
+		want time.Duration
+	}{
+		{"zero", faults.Spec{}, 0},
+		{"latency", faults.Spec{Latency: 280 * time.Millisecond}, 280 * time.Millisecond},
+		{"latency, delay and hang add up", faults.Spec{Latency: 280 * time.Millisecond, Delay: time.Second, Hang: 10 * time.Second},
+			11280 * time.Millisecond},
+		// With p50 = p99 the distribution has no spread.
+		{"degenerate distribution", faults.Spec{P50: 100 * time.Millisecond, P99: 100 * time.Millisecond}, 100 * time.Millisecond},
+		{"distribution plus delay", faults.Spec{P50: 100 * time.Millisecond, P99: 100 * time.Millisecond, Delay: time.Second}, 1100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.spec.Duration(); got != tt.want {
+				t.Errorf("Duration() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Drawn times stay positive and spread around the median.
+func TestSpecDurationDistribution(t *testing.T) {
+	s := faults.Spec{P50: 100 * time.Millisecond, P99: 400 * time.Millisecond}
+	var below, above int
+	for range 1000 {
+		d := s.Duration()
+		if d <= 0 {
+			t.Fatalf("drew %v, want a positive duration", d)
+		}
+		if d < s.P50 {
+			below++
+		} else {
+			above++
+		}
+	}
+	// Half fall below the median. Over 1000 draws the count has a standard
+	// deviation near 16, so these bounds are ten deviations wide.
+	if below < 340 || above < 340 {
+		t.Errorf("%d draws below the median and %d above, want about half each", below, above)
+	}
+}
+
+func TestInjectorSpec(t *testing.T) {
+	all := faults.Spec{Latency: 300 * time.Millisecond}
+	own := faults.Spec{Latency: 280 * time.Millisecond}
+	tests := []struct {
+		name   string
+		set    faults.Set
+		method string
+		want   faults.Spec
+	}{
+		{"own spec", faults.Set{"ReserveStock": own, "*": all}, "ReserveStock", own},
+		{"falls back to all", faults.Set{"ReserveStock": own, "*": all}, "ListProducts", all},
+		{"zero own spec is not a fallback", faults.Set{"ListProducts": {}, "*": all}, "ListProducts", faults.Spec{}},
+		{"nothing applies", faults.Set{"ReserveStock": own}, "ListProducts", faults.Spec{}},
+		{"nil set", nil, "ListProducts", faults.Spec{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := faults.NewInjector(tt.set).Spec(tt.method); got != tt.want {
+				t.Errorf("Spec(%q) = %+v, want %+v", tt.method, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestInjectorReplace(t *testing.T) {
+	in := faults.NewInjector(faults.Set{"A": {Latency: time.Second}})
+	in.Replace(faults.Set{"B": {Latency: 2 * time.Second}})
+	if got := in.Spec("A"); got != (faults.Spec{}) {
+		t.Errorf("after Replace, Spec(A) = %+v, want zero", got)
+	}
+	if got := in.Spec("B"); got.Latency != 2*time.Second {
+		t.Errorf("after Replace, Spec(B) = %+v, want latency 2s", got)
+	}
+}
+
+// Replace and Spec run together while a lab switches faults under load.
+func TestInjectorConcurrentReplace(t *testing.T) {
+	in := faults.NewInjector(faults.Set{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 200 {
+				if i%2 == 0 {
+					in.Replace(faults.Set{"*": {Latency: time.Duration(j)}})
+				} else {
+					_ = in.Spec("X")
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+var errCallerLeft = errors.New("caller left")
+
+func TestWork(t *testing.T) {
+	const delay = time.Second
+	const cancelAfter = 100 * time.Millisecond
+	tests := []struct {
+		name         string
+		set          faults.Set
+		honourCancel bool
+		wantTook     time.Duration
+		wantErr      error
+	}{
+		{"no fault returns at once", faults.Set{}, true, 0, nil},
+		{"honouring, ends with the caller", faults.Set{"M": {Latency: delay}}, true, cancelAfter, errCallerLeft},
+		{"not honouring, blocks the whole delay", faults.Set{"M": {Latency: delay}}, false, delay, nil},
+		{"hang adds to latency", faults.Set{"M": {Latency: delay, Hang: delay}}, false, 2 * delay, nil},
+		{"fallback spec applies", faults.Set{"*": {Latency: delay}}, false, delay, nil},
+		{"honouring, done before the caller leaves", faults.Set{"M": {Latency: cancelAfter / 2}}, true, cancelAfter / 2, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithTimeoutCause(t.Context(), cancelAfter, errCallerLeft)
+				defer cancel()
+				in := faults.NewInjector(tt.set)
+				start := time.Now()
+				err := in.Work(ctx, "M", tt.honourCancel)
+				if took := time.Since(start); took != tt.wantTook {
+					t.Errorf("Work took %v, want %v", took, tt.wantTook)
+				}
+				if !errors.Is(err, tt.wantErr) {
+					t.Errorf("Work() = %v, want %v", err, tt.wantErr)
+				}
+			})
+		})
+	}
+}
+
+func TestWorkAlreadyCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(t.Context())
+		cancel(errCallerLeft)
+		in := faults.NewInjector(faults.Set{"*": {Hang: faults.DefaultHang}})
+
+		start := time.Now()
+		if err := in.Work(ctx, "M", true); !errors.Is(err, errCallerLeft) {
+			t.Errorf("honouring Work() = %v, want the context's cause %v", err, errCallerLeft)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("honouring Work on a cancelled context took %v, want 0", took)
+		}
+
+		start = time.Now()
+		if err := in.Work(ctx, "M", false); err != nil {
+			t.Errorf("blind Work() = %v, want nil", err)
+		}
+		if took := time.Since(start); took != faults.DefaultHang {
+			t.Errorf("blind Work on a cancelled context took %v, want the full %v", took, faults.DefaultHang)
+		}
+	})
+}
+
+func TestWorkErrorRate(t *testing.T) {
+	tests := []struct {
+		name    string
+		spec    faults.Spec
+		wantErr error
+	}{
+		{"never fails", faults.Spec{Latency: time.Second}, nil},
+		{"always fails, after its work", faults.Spec{Latency: time.Second, ErrorRate: 1}, faults.ErrInjected},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				in := faults.NewInjector(faults.Set{"M": tt.spec})
+				start := time.Now()
+				for i := range 20 {
+					if err := in.Work(t.Context(), "M", true); !errors.Is(err, tt.wantErr) {
+						t.Fatalf("call %d: Work() = %v, want %v", i, err, tt.wantErr)
+					}
+				}
+				if took := time.Since(start); took != 20*tt.spec.Latency {
+					t.Errorf("20 calls took %v, want %v: a failing call still does its work", took, 20*tt.spec.Latency)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,224 @@
+package mode_test
+
+import (
+	"encoding/json"
+	"flag"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/pkg/deadline"
+)
+
+// Mode is a flag.Value, so the services can bind it with fs.Var.
+var _ flag.Value = (*mode.Mode)(nil)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    mode.Mode
+		wantErr bool
+	}{
+		{"naive", mode.Naive, false},
+		{"budgeted", mode.Budgeted, false},
+		{"", "", true},
+		{"Naive", "", true},
+		{"BUDGETED", "", true},
+		{" budgeted", "", true},
+		{"fast", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := mode.Parse(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Parse(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("Parse(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if err != nil && !strings.Contains(err.Error(), `"naive"`) {
+				t.Errorf("error %q does not list the modes", err)
+			}
+		})
+	}
+}
+
+func TestSet(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	m := mode.Budgeted
+	fs.Var(&m, "mode", "")
+	if err := fs.Parse([]string{"--mode=naive"}); err != nil {
+		t.Fatal(err)
+	}
+	if m != mode.Naive || m.String() != "naive" {
+		t.Errorf("after --mode=naive: %q", m)
+	}
+	if err := fs.Parse([]string{"--mode=slow"}); err == nil {
+		t.Error("--mode=slow was accepted")
+	}
+	if m != mode.Naive {
+		t.Errorf("a rejected value changed the mode to %q", m)
+	}
+}
+
+func TestMechanisms(t *testing.T) {
+	tests := []struct {
+		m    mode.Mode
+		want mode.Mechanisms
+	}{
+		{mode.Budgeted, mode.Mechanisms{
+			EdgeDeadline: true, ClipToBudget: true, Admission: true, HonourCancel: true,
+			Bulkheads: true, Breakers: true, Retries: mode.RetriesBudgeted,
+		}},
+		{mode.Naive, mode.Mechanisms{Retries: mode.RetriesNaive}},
+		{mode.Mode("unknown"), mode.Mechanisms{Retries: mode.RetriesNaive}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.m), func(t *testing.T) {
+			if got := tt.m.Mechanisms(); got != tt.want {
+				t.Errorf("%q.Mechanisms() = %+v, want %+v", tt.m, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSettingsPolicy(t *testing.T) {
+	const margin, floor = 3 * time.Millisecond, 20 * time.Millisecond
+	tests := []struct {
+		name string
+		mech mode.Mechanisms
+		want deadline.Policy
+	}{
+		{"budgeted", mode.Budgeted.Mechanisms(), deadline.Policy{Margin: margin, Floor: floor, Admission: true}},
+		{"naive is blind and admits everything", mode.Naive.Mechanisms(), deadline.Policy{Margin: margin, Floor: floor, Blind: true}},
+		{"clip only", mode.Mechanisms{ClipToBudget: true}, deadline.Policy{Margin: margin, Floor: floor}},
+		{"admission only", mode.Mechanisms{Admission: true}, deadline.Policy{Margin: margin, Floor: floor, Blind: true, Admission: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mode.Settings{Mechanisms: tt.mech, Margin: margin, Floor: floor}
+			if got := s.Policy(); got != tt.want {
+				t.Errorf("Policy() = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// The admin API shows settings as JSON; margin and floor are not part of it.
+func TestSettingsJSON(t *testing.T) {
+	s := mode.Settings{Mode: mode.Budgeted, Mechanisms: mode.Budgeted.Mechanisms(), Margin: time.Second, Floor: time.Second}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Mode       string         `json:"mode"`
+		Mechanisms map[string]any `json:"mechanisms"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Mode != "budgeted" || got.Mechanisms["edge_deadline"] != true || got.Mechanisms["honour_cancel"] != true {
+		t.Errorf("JSON = %s, want mode budgeted with its mechanisms by snake_case name", b)
+	}
+	var all map[string]any
+	if err := json.Unmarshal(b, &all); err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 {
+		t.Errorf("JSON = %s, want only mode and mechanisms", b)
+	}
+}
+
+func TestLive(t *testing.T) {
+	naive := mode.Settings{Mode: mode.Naive, Mechanisms: mode.Naive.Mechanisms(), Margin: time.Millisecond}
+	budgeted := mode.Settings{Mode: mode.Budgeted, Mechanisms: mode.Budgeted.Mechanisms(), Floor: time.Millisecond}
+
+	l := mode.NewLive(naive)
+	if got := l.Load(); got != naive {
+		t.Errorf("Load() = %+v, want %+v", got, naive)
+	}
+	if got := l.Policy(); got != naive.Policy() {
+		t.Errorf("Policy() = %+v, want %+v", got, naive.Policy())
+	}
+	l.Store(budgeted)
+	if got := l.Load(); got != budgeted {
+		t.Errorf("after Store, Load() = %+v, want %+v", got, budgeted)
+	}
+	if got := l.Policy(); got != budgeted.Policy() {
+		t.Errorf("after Store, Policy() = %+v, want %+v", got, budgeted.Policy())
+	}
+
+	// Load returns a copy: changing it does not change what is in force.
+	got := l.Load()
+	got.Mode = mode.Naive
+	if l.Load().Mode != mode.Budgeted {
+		t.Error("changing a loaded Settings changed the Live value")
+	}
+}
+
+// Run with -race: a mode switch while requests read the settings never
+// shows a reader a mix of the two presets.
+func TestLiveConcurrent(t *testing.T) {
+	presets := []mode.Settings{
+		{Mode: mode.Naive, Mechanisms: mode.Naive.Mechanisms(), Margin: 1, Floor: 1},
+		{Mode: mode.Budgeted, Mechanisms: mode.Budgeted.Mechanisms(), Margin: 2, Floor: 2},
+	}
+	l := mode.NewLive(presets[0])
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var torn []mode.Settings
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 500 {
+				if i%4 == 0 {
+					l.Store(presets[j%2])
+					continue
+				}
+				s := l.Load()
+				if s != presets[0] && s != presets[1] {
+					mu.Lock()
+					torn = append(torn, s)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(torn) > 0 {
+		t.Errorf("%d loads saw a mix of presets, such as %+v", len(torn), torn[0])
+	}
+}
+
+// Switch, unlike Store, tells the listeners (breakers, pools) so a new
+// phase of the lab starts clean.
+func TestLiveSwitch(t *testing.T) {
+	naive := mode.Settings{Mode: mode.Naive, Mechanisms: mode.Naive.Mechanisms()}
+	budgeted := mode.Settings{Mode: mode.Budgeted, Mechanisms: mode.Budgeted.Mechanisms()}
+	l := mode.NewLive(naive)
+	var got []mode.Mode
+	l.OnSwitch(func(s mode.Settings) { got = append(got, s.Mode) })
+	l.OnSwitch(func(s mode.Settings) {
+		if l.Load() != s {
+			t.Errorf("a listener ran before the new settings were in force")
+		}
+	})
+
+	l.Store(budgeted)
+	if len(got) != 0 {
+		t.Errorf("Store ran the listeners: %v", got)
+	}
+	l.Switch(naive)
+	l.Switch(budgeted)
+	if want := []mode.Mode{mode.Naive, mode.Budgeted}; !slices.Equal(got, want) {
+		t.Errorf("listeners saw %v, want %v", got, want)
+	}
+	if l.Load() != budgeted {
+		t.Errorf("after Switch, Load() = %+v, want %+v", l.Load(), budgeted)
+	}
+}

@@ -1,0 +1,107 @@
+package serve_test
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/serve"
+)
+
+func TestCommonValidate(t *testing.T) {
+	valid := serve.Defaults(":50052", ":9082")
+	tests := []struct {
+		name   string
+		change func(*serve.Common)
+		want   []string // pieces of the error; none means valid
+	}{
+		{"defaults", func(*serve.Common) {}, nil},
+		{"both on ephemeral ports", func(c *serve.Common) { c.Addr, c.AdminAddr = "127.0.0.1:0", "127.0.0.1:0" }, nil},
+		{"naive", func(c *serve.Common) { c.Mode = mode.Naive }, nil},
+		{"zero margin and floor", func(c *serve.Common) { c.Margin, c.Floor = 0, 0 }, nil},
+		{"one-minute margin and floor", func(c *serve.Common) { c.Margin, c.Floor = time.Minute, time.Minute }, nil},
+		{"empty addr", func(c *serve.Common) { c.Addr = "" }, []string{"addr: must not be empty"}},
+		{"empty admin addr", func(c *serve.Common) { c.AdminAddr = "" }, []string{"admin-addr: must not be empty"}},
+		{"admin shares the serving port", func(c *serve.Common) { c.Addr, c.AdminAddr = ":8080", ":8080" }, []string{"admin-addr: must differ"}},
+		{"no mode", func(c *serve.Common) { c.Mode = "" }, []string{"mode:"}},
+		{"unknown mode", func(c *serve.Common) { c.Mode = "fast" }, []string{"mode:", `"fast"`}},
+		{"negative margin", func(c *serve.Common) { c.Margin = -time.Millisecond }, []string{"margin:"}},
+		{"margin over a minute", func(c *serve.Common) { c.Margin = time.Minute + 1 }, []string{"margin:"}},
+		{"negative floor", func(c *serve.Common) { c.Floor = -time.Millisecond }, []string{"floor:"}},
+		{"floor over a minute", func(c *serve.Common) { c.Floor = 2 * time.Minute }, []string{"floor:"}},
+		{"zero drain timeout", func(c *serve.Common) { c.DrainTimeout = 0 }, []string{"drain-timeout:"}},
+		{"negative drain timeout", func(c *serve.Common) { c.DrainTimeout = -time.Second }, []string{"drain-timeout:"}},
+		{"unknown retry strategy", func(c *serve.Common) { r := mode.Retries("sometimes"); c.Overrides.Retries = &r }, []string{"mechanisms:", `"sometimes"`}},
+		{"every problem is reported", func(c *serve.Common) { *c = serve.Common{Margin: -1, Floor: -1} },
+			[]string{"addr: must not be empty", "admin-addr: must not be empty", "mode:", "margin:", "floor:", "drain-timeout:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := valid
+			tt.change(&c)
+			err := c.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c := serve.Defaults(":1", ":2")
+	if c.Addr != ":1" || c.AdminAddr != ":2" || c.Mode != serve.DefaultMode || c.Margin != serve.DefaultMargin ||
+		c.Floor != serve.DefaultFloor || c.DrainTimeout != serve.DefaultDrainTimeout || c.Faults == nil {
+		t.Errorf("Defaults = %+v", c)
+	}
+}
+
+func TestRegisterFlags(t *testing.T) {
+	c := serve.Defaults(":50052", ":9082")
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.RegisterFlags(fs)
+	err := fs.Parse([]string{
+		"--addr=:1", "--admin-addr=:2", "--mode=naive", "--margin=5ms", "--floor=50ms",
+		"--drain-timeout=3s", "--fault=ReserveStock:latency=280ms", "--fault=CreateCharge:hang",
+		"--mechanisms=breakers=on", "--admin-token=s3cret",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := faults.Set{"ReserveStock": {Latency: 280 * time.Millisecond}, "CreateCharge": {Hang: faults.DefaultHang}}
+	if c.Addr != ":1" || c.AdminAddr != ":2" || c.Mode != mode.Naive || c.Margin != 5*time.Millisecond ||
+		c.Floor != 50*time.Millisecond || c.DrainTimeout != 3*time.Second || c.Faults.String() != want.String() {
+		t.Errorf("after parsing flags: %+v", c)
+	}
+	if c.AdminToken != "s3cret" || c.Overrides.Breakers == nil || !*c.Overrides.Breakers {
+		t.Errorf("after parsing flags: token %q, overrides %+v", c.AdminToken, c.Overrides)
+	}
+	// The override applies on top of the naive preset.
+	if got := c.Settings().Mechanisms; !got.Breakers || got.Bulkheads {
+		t.Errorf("Settings().Mechanisms = %+v, want naive with breakers on", got)
+	}
+}
+
+func TestSettings(t *testing.T) {
+	c := serve.Defaults(":1", ":2")
+	c.Mode, c.Margin, c.Floor = mode.Naive, 7*time.Millisecond, 70*time.Millisecond
+	want := mode.Settings{Mode: mode.Naive, Mechanisms: mode.Naive.Mechanisms(), Margin: 7 * time.Millisecond, Floor: 70 * time.Millisecond}
+	if got := c.Settings(); got != want {
+		t.Errorf("Settings() = %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,147 @@
+package catalog_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
+	"github.com/mercado-lab/mercado/services/catalog"
+)
+
+// startCatalog runs the catalog service the way `mercado serve catalog`
+// does, on loopback ports, and returns a client for it.
+func startCatalog(t *testing.T) catalogv1.CatalogServiceClient {
+	t.Helper()
+	cfg := catalog.DefaultConfig()
+	cfg.Addr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := catalog.Start(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		cancel()
+		t.Fatalf("Start: %v", err)
+	}
+	cc, err := grpc.NewClient(p.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cc.Close()
+		cancel()
+		if err := p.Wait(); err != nil {
+			t.Errorf("catalog stopped with %v", err)
+		}
+	})
+	return catalogv1.NewCatalogServiceClient(cc)
+}
+
+func TestStartRejectsBadConfig(t *testing.T) {
+	cfg := catalog.DefaultConfig()
+	cfg.Addr, cfg.AdminAddr, cfg.Mode = "127.0.0.1:0", "127.0.0.1:0", "fast"
+	p, err := catalog.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err == nil {
+		t.Fatalf("Start with mode %q succeeded (process %v)", cfg.Mode, p)
+	}
+}
+
+func TestGRPC(t *testing.T) {
+	c := startCatalog(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	t.Run("ListProducts", func(t *testing.T) {
+		resp, err := c.ListProducts(ctx, &catalogv1.ListProductsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(resp.GetProducts()), len(catalog.Seed()); got != want {
+			t.Fatalf("ListProducts returned %d products, want the %d seeded", got, want)
+		}
+		for _, p := range resp.GetProducts() {
+			if p.GetSku() == "" || p.GetName() == "" || p.GetPriceCents() <= 0 {
+				t.Errorf("incomplete product %v", p)
+			}
+		}
+	})
+	t.Run("GetProduct", func(t *testing.T) {
+		p, err := c.GetProduct(ctx, &catalogv1.GetProductRequest{Sku: "tea-sencha"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.GetSku() != "tea-sencha" || p.GetPriceCents() != 1250 || p.GetName() == "" {
+			t.Errorf("GetProduct(tea-sencha) = %v", p)
+		}
+	})
+	t.Run("ReserveStock then ReleaseStock", func(t *testing.T) {
+		r, err := c.ReserveStock(ctx, &catalogv1.ReserveStockRequest{OrderId: "o1", Lines: []*catalogv1.Line{
+			{Sku: "tea-sencha", Qty: 2}, {Sku: "mug-stoneware", Qty: 1},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.GetReservationId() == "" || r.GetOrderId() != "o1" || r.GetTotalCents() != 2*1250+1800 || len(r.GetLines()) != 2 {
+			t.Errorf("ReserveStock = %v", r)
+		}
+		if l := r.GetLines()[0]; l.GetSku() != "tea-sencha" || l.GetQty() != 2 || l.GetUnitPriceCents() != 1250 {
+			t.Errorf("first line = %v", l)
+		}
+		if _, err := c.ReleaseStock(ctx, &catalogv1.ReleaseStockRequest{ReservationId: r.GetReservationId()}); err != nil {
+			t.Errorf("ReleaseStock: %v", err)
+		}
+	})
+
+	// The adapter maps each domain error to its gRPC code.
+	errs := []struct {
+		name string
+		call func() error
+		want codes.Code
+	}{
+		{"GetProduct unknown sku", func() error {
+			_, err := c.GetProduct(ctx, &catalogv1.GetProductRequest{Sku: "nope"})
+			return err
+		}, codes.NotFound},
+		{"GetProduct without sku", func() error {
+			_, err := c.GetProduct(ctx, &catalogv1.GetProductRequest{})
+			return err
+		}, codes.InvalidArgument},
+		{"ReserveStock without lines", func() error {
+			_, err := c.ReserveStock(ctx, &catalogv1.ReserveStockRequest{OrderId: "o2"})
+			return err
+		}, codes.InvalidArgument},
+		{"ReserveStock qty 0", func() error {
+			_, err := c.ReserveStock(ctx, &catalogv1.ReserveStockRequest{OrderId: "o2", Lines: []*catalogv1.Line{{Sku: "tea-sencha"}}})
+			return err
+		}, codes.InvalidArgument},
+		{"ReserveStock unknown sku", func() error {
+			_, err := c.ReserveStock(ctx, &catalogv1.ReserveStockRequest{OrderId: "o2", Lines: []*catalogv1.Line{{Sku: "nope", Qty: 1}}})
+			return err
+		}, codes.NotFound},
+		{"ReserveStock out of stock", func() error {
+			_, err := c.ReserveStock(ctx, &catalogv1.ReserveStockRequest{OrderId: "o2", Lines: []*catalogv1.Line{{Sku: "filter-paper", Qty: 11}}})
+			return err
+		}, codes.FailedPrecondition},
+		{"ReleaseStock unknown reservation", func() error {
+			_, err := c.ReleaseStock(ctx, &catalogv1.ReleaseStockRequest{ReservationId: "res-999"})
+			return err
+		}, codes.NotFound},
+		{"ReleaseStock without id", func() error {
+			_, err := c.ReleaseStock(ctx, &catalogv1.ReleaseStockRequest{})
+			return err
+		}, codes.InvalidArgument},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			if got := status.Code(err); got != tt.want {
+				t.Errorf("code = %v (%v), want %v", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,94 @@
+package payments_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
+	"github.com/mercado-lab/mercado/services/payments"
+)
+
+func startPayments(t *testing.T) paymentsv1.PaymentsServiceClient {
+	t.Helper()
+	cfg := payments.DefaultConfig()
+	cfg.Addr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := payments.Start(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		cancel()
+		t.Fatalf("Start: %v", err)
+	}
+	cc, err := grpc.NewClient(p.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cc.Close()
+		cancel()
+		if err := p.Wait(); err != nil {
+			t.Errorf("payments stopped with %v", err)
+		}
+	})
+	return paymentsv1.NewPaymentsServiceClient(cc)
+}
+
+func TestGRPC(t *testing.T) {
+	c := startPayments(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	req := &paymentsv1.ChargeRequest{PaymentKey: "pay_ord_1", OrderId: "ord_1", Customer: "ada", AmountCents: 2500, RequestId: "r1"}
+	first, err := c.CreateCharge(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.GetChargeId() == "" || first.GetPaymentKey() != "pay_ord_1" || first.GetOrderId() != "ord_1" ||
+		first.GetAmountCents() != 2500 || first.GetStatus() != payments.StatusSucceeded {
+		t.Errorf("CreateCharge = %v", first)
+	}
+	again, err := c.CreateCharge(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetChargeId() != first.GetChargeId() {
+		t.Errorf("second CreateCharge under the same key = %q, want the first charge %q", again.GetChargeId(), first.GetChargeId())
+	}
+	got, err := c.GetCharge(ctx, &paymentsv1.GetChargeRequest{PaymentKey: "pay_ord_1"})
+	if err != nil || got.GetChargeId() != first.GetChargeId() {
+		t.Errorf("GetCharge = %v, %v; want charge %q", got, err, first.GetChargeId())
+	}
+
+	errs := []struct {
+		name string
+		call func() error
+		want codes.Code
+	}{
+		{"GetCharge unknown key", func() error {
+			_, err := c.GetCharge(ctx, &paymentsv1.GetChargeRequest{PaymentKey: "pay_nope"})
+			return err
+		}, codes.NotFound},
+		{"GetCharge without key", func() error {
+			_, err := c.GetCharge(ctx, &paymentsv1.GetChargeRequest{})
+			return err
+		}, codes.InvalidArgument},
+		{"CreateCharge without amount", func() error {
+			_, err := c.CreateCharge(ctx, &paymentsv1.ChargeRequest{PaymentKey: "k", OrderId: "o"})
+			return err
+		}, codes.InvalidArgument},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.call(); status.Code(err) != tt.want {
+				t.Errorf("code = %v (%v), want %v", status.Code(err), err, tt.want)
+			}
+		})
+	}
+}
