@@ -80,8 +80,8 @@ type IsolationMode struct {
 	CheckoutP50MS      float64 `json:"checkout_p50_ms"`
 	CheckoutP99MS      float64 `json:"checkout_p99_ms"`
 	CheckoutMaxMS      float64 `json:"checkout_max_ms"`
-	// PeakPoolInFlight is the most requests any one pool held at once, by
-	// pool, sampled through the run.
+	// PeakPoolInFlight is the most requests each pool held at once, by
+	// "service/pool", sampled through the run.
 	PeakPoolInFlight map[string]int `json:"peak_pool_in_flight"`
 	BreakerOpens     int            `json:"breaker_opens"`
 	// Skipped counts calls and requests not served, by reason, over the
@@ -245,7 +245,8 @@ func (p *peakSampler) run(ctx context.Context, s *shop.Shop) {
 			}
 			p.mu.Lock()
 			for pool, v := range fams.ByLabel(telemetry.NamePoolInFlight, "pool") {
-				p.peaks[pool] = max(p.peaks[pool], int(v))
+				key := proc.Name + "/" + pool
+				p.peaks[key] = max(p.peaks[key], int(v))
 			}
 			p.mu.Unlock()
 		}
@@ -279,7 +280,7 @@ func (r IsolationResult) WriteTable(w io.Writer) {
 	row("checkout p99", msf(n.CheckoutP99MS), msf(b.CheckoutP99MS))
 	row("checkout max", msf(n.CheckoutMaxMS), msf(b.CheckoutMaxMS))
 	row("checkouts that succeeded in time", fmt.Sprintf("%d/%d", n.CheckoutGood, n.CheckoutRequests), fmt.Sprintf("%d/%d", b.CheckoutGood, b.CheckoutRequests))
-	row("peak gateway pool in flight", peakOf(n.PeakPoolInFlight, "gateway."), peakOf(b.PeakPoolInFlight, "gateway."))
+	row("peak gateway pool in flight", peakOf(n.PeakPoolInFlight, "gateway/"), peakOf(b.PeakPoolInFlight, "gateway/"))
 	row("breaker opens", strconv.Itoa(n.BreakerOpens), strconv.Itoa(b.BreakerOpens))
 	row("late work (after the client left)", fmt.Sprintf("%.1f s", n.LateWorkSeconds), fmt.Sprintf("%.1f s", b.LateWorkSeconds))
 	row("shipping calls per checkout", fmt.Sprintf("%.2f", n.Amplification), fmt.Sprintf("%.2f", b.Amplification))

@@ -37,8 +37,8 @@ func TestIsolation(t *testing.T) {
 	if n.BrowseSuccessRatio >= b.BrowseSuccessRatio {
 		t.Errorf("naive browse success %.2f is not below budgeted %.2f", n.BrowseSuccessRatio, b.BrowseSuccessRatio)
 	}
-	if n.PeakPoolInFlight["gateway.shared"] < cfg.Workers {
-		t.Errorf("naive gateway pool peaked at %d, want it full (%d)", n.PeakPoolInFlight["gateway.shared"], cfg.Workers)
+	if n.PeakPoolInFlight["gateway/shared"] < cfg.Workers {
+		t.Errorf("naive gateway pool peaked at %d, want it full (%d)", n.PeakPoolInFlight["gateway/shared"], cfg.Workers)
 	}
 	// The client hangs up at the deadline plus its patience; budgeted
 	// checkouts end by the deadline, with generous room for a busy machine.

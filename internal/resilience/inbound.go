@@ -21,7 +21,8 @@ const DefaultWorkers = 200
 
 // InboundOptions configure Inbound.
 type InboundOptions struct {
-	// Service names the pools ("orders" -> "orders.workers").
+	// Service names the service in messages. Its pools are named
+	// "shared" (naive), "workers" (budgeted) or after their class.
 	Service  string
 	Settings *mode.Live
 	Metrics  *telemetry.Metrics
@@ -56,12 +57,12 @@ func NewInbound(o InboundOptions) *Inbound {
 		o.ClassSize = DefaultBulkhead
 	}
 	in := &Inbound{o: o, classes: map[string]*PoolRef{}}
-	in.shared = NewPoolRef(bulkhead.Settings{Name: o.Service + ".shared", Capacity: o.Workers, MaxWait: -1}, o.Metrics)
+	in.shared = NewPoolRef(bulkhead.Settings{Name: "shared", Capacity: o.Workers, MaxWait: -1}, o.Metrics)
 	if len(o.Classes) == 0 {
-		in.bounded = NewPoolRef(bulkhead.Settings{Name: o.Service + ".workers", Capacity: o.Workers, MaxWait: o.MaxWait}, o.Metrics)
+		in.bounded = NewPoolRef(bulkhead.Settings{Name: "workers", Capacity: o.Workers, MaxWait: o.MaxWait}, o.Metrics)
 	}
 	for _, c := range o.Classes {
-		in.classes[c] = NewPoolRef(bulkhead.Settings{Name: o.Service + "." + c, Capacity: o.ClassSize, MaxWait: o.MaxWait}, o.Metrics)
+		in.classes[c] = NewPoolRef(bulkhead.Settings{Name: c, Capacity: o.ClassSize, MaxWait: o.MaxWait}, o.Metrics)
 	}
 	o.Settings.OnSwitch(func(mode.Settings) {
 		in.shared.Reset()

@@ -85,7 +85,7 @@ func NewOutbound(o OutboundOptions) *Outbound {
 	if o.Bulkhead.Capacity <= 0 {
 		o.Bulkhead.Capacity = DefaultBulkhead
 	}
-	o.Bulkhead.Name = o.Name
+	o.Bulkhead.Name = "to." + o.Name
 	o.Breaker.Name = o.Name
 	m := o.Metrics
 	o.Breaker.OnStateChange = func(name string, from, to breaker.State) {

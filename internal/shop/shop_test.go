@@ -14,7 +14,9 @@ import (
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/internal/shop"
+	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/internal/timing"
+	"github.com/mercado-lab/mercado/loadtest"
 )
 
 func startShop(t *testing.T, cfg shop.Config) *shop.Shop {
@@ -100,6 +102,23 @@ func TestCheckoutEndToEnd(t *testing.T) {
 			get.Body.Close()
 			if get.StatusCode != http.StatusOK || !strings.Contains(string(gb), `"status":"confirmed"`) {
 				t.Errorf("GET order: %d %s", get.StatusCode, gb)
+			}
+
+			// Every service's /metrics parses as Prometheus text and shows
+			// the traffic it saw.
+			for _, p := range s.Processes() {
+				fams, err := loadtest.Scrape(context.Background(), http.DefaultClient, "http://"+p.AdminAddr+"/metrics")
+				if err != nil {
+					t.Fatalf("%s: %v", p.Name, err)
+				}
+				for _, name := range []string{telemetry.NameRequests, telemetry.NamePoolCapacity} {
+					if _, ok := fams[name]; !ok {
+						t.Errorf("%s /metrics lacks %s", p.Name, name)
+					}
+				}
+				if fams.Sum(telemetry.NameRequests, nil) == 0 {
+					t.Errorf("%s counted no requests", p.Name)
+				}
 			}
 
 			for _, p := range s.Processes() {

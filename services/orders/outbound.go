@@ -44,7 +44,7 @@ type dependencies struct {
 // are each keyed by the order.
 func newDependencies(kit *serve.Kit, cfg Config) dependencies {
 	shared := resilience.NewPoolRef(bulkhead.Settings{
-		Name: "orders.outbound", Capacity: cfg.Resilience.Workers, MaxWait: -1,
+		Name: "outbound", Capacity: cfg.Resilience.Workers, MaxWait: -1,
 	}, kit.Metrics)
 	kit.Settings.OnSwitch(func(mode.Settings) { shared.Reset() })
 	dep := func(name string, cap time.Duration) *resilience.Outbound {
