@@ -291,11 +291,13 @@ func (r IsolationResult) WriteTable(w io.Writer) {
 	fmt.Fprintln(w, "server-side from the services' /metrics.")
 }
 
-// peakOf is the highest peak among pools whose name starts with prefix.
+// peakOf is the highest peak among the inbound pools (not the pools of
+// calls to a dependency) whose name starts with prefix.
 func peakOf(peaks map[string]int, prefix string) string {
 	best, name := 0, ""
 	for pool, v := range peaks {
-		if strings.HasPrefix(pool, prefix) && v >= best {
+		inbound := !strings.Contains(pool, "/to.") && !strings.HasSuffix(pool, "/outbound")
+		if strings.HasPrefix(pool, prefix) && inbound && (v > best || v == best && pool < name) {
 			best, name = v, pool
 		}
 	}
