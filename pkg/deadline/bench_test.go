@@ -82,3 +82,34 @@ func BenchmarkUnaryServerInterceptor(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoopbackCall puts the figures above in proportion: one real
+// unary call over loopback, without and with both interceptors.
+func BenchmarkLoopbackCall(b *testing.B) {
+	for _, bb := range []struct {
+		name   string
+		server []grpc.UnaryServerInterceptor
+		client []grpc.UnaryClientInterceptor
+	}{
+		{name: "plain"},
+		{
+			name:   "interceptors",
+			server: []grpc.UnaryServerInterceptor{deadline.UnaryServerInterceptor(deadline.ServerOptions{Policy: func() deadline.Policy { return benchPolicy }})},
+			client: []grpc.UnaryClientInterceptor{deadline.UnaryClientInterceptor(deadline.ClientOptions{
+				Policy: func() deadline.Policy { return benchPolicy },
+				Cap:    func(string) time.Duration { return 300 * time.Millisecond },
+			})},
+		},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			c := serve(b, &probe{}, bb.server, bb.client...)
+			ctx := benchCtx(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := check(ctx, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

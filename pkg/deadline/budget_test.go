@@ -71,12 +71,14 @@ func TestPolicyDecide(t *testing.T) {
 		},
 		{
 			name: "cap wins when the budget is larger",
-			left: time.Second, cap: 300 * ms,
+			left: time.Second,
+			cap:  300 * ms,
 			want: deadline.Decision{HasBudget: true, Remaining: time.Second, Timeout: 300 * ms},
 		},
 		{
 			name: "budget wins when it is smaller (lesson 7)",
-			left: 160 * ms, cap: 300 * ms,
+			left: 160 * ms,
+			cap:  300 * ms,
 			want: deadline.Decision{HasBudget: true, Remaining: 160 * ms, Timeout: 160 * ms, ClippedByBudget: true},
 		},
 		{
@@ -86,38 +88,44 @@ func TestPolicyDecide(t *testing.T) {
 		},
 		{
 			name: "cap equal to the budget is the cap",
-			left: 300 * ms, cap: 300 * ms,
+			left: 300 * ms,
+			cap:  300 * ms,
 			want: deadline.Decision{HasBudget: true, Remaining: 300 * ms, Timeout: 300 * ms},
 		},
 		{
 			name:   "margin is kept back from the budget",
 			policy: deadline.Policy{Margin: 50 * ms},
-			left:   500 * ms, cap: time.Second,
-			want: deadline.Decision{HasBudget: true, Remaining: 500 * ms, Timeout: 450 * ms, ClippedByBudget: true},
+			left:   500 * ms,
+			cap:    time.Second,
+			want:   deadline.Decision{HasBudget: true, Remaining: 500 * ms, Timeout: 450 * ms, ClippedByBudget: true},
 		},
 		{
 			name:   "margin can leave the cap the winner",
 			policy: deadline.Policy{Margin: 50 * ms},
-			left:   500 * ms, cap: 400 * ms,
-			want: deadline.Decision{HasBudget: true, Remaining: 500 * ms, Timeout: 400 * ms},
+			left:   500 * ms,
+			cap:    400 * ms,
+			want:   deadline.Decision{HasBudget: true, Remaining: 500 * ms, Timeout: 400 * ms},
 		},
 		{
 			name:   "exactly the floor is enough",
 			policy: deadline.Policy{Margin: 20 * ms, Floor: 80 * ms},
-			left:   100 * ms, cap: 300 * ms,
-			want: deadline.Decision{HasBudget: true, Remaining: 100 * ms, Timeout: 80 * ms, ClippedByBudget: true},
+			left:   100 * ms,
+			cap:    300 * ms,
+			want:   deadline.Decision{HasBudget: true, Remaining: 100 * ms, Timeout: 80 * ms, ClippedByBudget: true},
 		},
 		{
 			name:    "below the floor after the margin is skipped",
 			policy:  deadline.Policy{Margin: 20 * ms, Floor: 100 * ms},
-			left:    100 * ms, cap: 300 * ms,
+			left:    100 * ms,
+			cap:     300 * ms,
 			want:    deadline.Decision{HasBudget: true, Remaining: 100 * ms, Timeout: 300 * ms},
 			wantErr: "80ms left after margin, floor is 100ms",
 		},
 		{
 			name:    "margin eating the whole budget is spent",
 			policy:  deadline.Policy{Margin: 50 * ms},
-			left:    50 * ms, cap: 300 * ms,
+			left:    50 * ms,
+			cap:     300 * ms,
 			want:    deadline.Decision{HasBudget: true, Remaining: 50 * ms, Timeout: 300 * ms},
 			wantErr: "budget spent (0s after margin)",
 		},
@@ -131,14 +139,16 @@ func TestPolicyDecide(t *testing.T) {
 		{
 			name:   "blind ignores the budget",
 			policy: deadline.Policy{Blind: true, Margin: 20 * ms, Floor: time.Second},
-			left:   50 * ms, cap: 300 * ms,
-			want: deadline.Decision{HasBudget: true, Remaining: 50 * ms, Timeout: 300 * ms},
+			left:   50 * ms,
+			cap:    300 * ms,
+			want:   deadline.Decision{HasBudget: true, Remaining: 50 * ms, Timeout: 300 * ms},
 		},
 		{
 			name:   "blind calls even with the budget spent",
 			policy: deadline.Policy{Blind: true},
-			left:   -10 * ms, cap: 300 * ms,
-			want: deadline.Decision{HasBudget: true, Remaining: -10 * ms, Timeout: 300 * ms},
+			left:   -10 * ms,
+			cap:    300 * ms,
+			want:   deadline.Decision{HasBudget: true, Remaining: -10 * ms, Timeout: 300 * ms},
 		},
 	}
 	for _, tt := range tests {
@@ -189,8 +199,9 @@ func TestPolicyCall(t *testing.T) {
 		wantCause error
 	}{
 		{
-			name: "cap sets the timeout",
-			left: time.Second, cap: 300 * ms,
+			name:        "cap sets the timeout",
+			left:        time.Second,
+			cap:         300 * ms,
 			wantTimeout: 300 * ms, wantOutcome: deadline.OutcomeTimeout, wantCause: deadline.ErrCallTimeout,
 		},
 		{
@@ -199,25 +210,28 @@ func TestPolicyCall(t *testing.T) {
 			wantOutcome: deadline.OutcomeTimeout, wantCause: deadline.ErrCallTimeout,
 		},
 		{
-			name:   "budget after margin sets the timeout",
-			policy: deadline.Policy{Margin: 30 * ms},
-			left:   160 * ms, cap: 300 * ms,
+			name:        "budget after margin sets the timeout",
+			policy:      deadline.Policy{Margin: 30 * ms},
+			left:        160 * ms,
+			cap:         300 * ms,
 			wantTimeout: 130 * ms, wantOutcome: deadline.OutcomeBudget, wantCause: deadline.ErrBudgetExhausted,
 		},
 		{
 			// With no margin the call ends at the caller's own deadline,
 			// so the caller's timer may fire first and its cause wins.
 			// Either way the call is classified as budget exhausted.
-			name: "budget without margin sets the timeout",
-			left: 160 * ms, cap: 300 * ms,
+			name:        "budget without margin sets the timeout",
+			left:        160 * ms,
+			cap:         300 * ms,
 			wantTimeout: 160 * ms, wantOutcome: deadline.OutcomeBudget,
 		},
 		{
 			// The naive system: the call keeps its cap, and the caller's
 			// own deadline cuts it short with the caller's cause.
-			name:   "blind call ends with the caller's deadline",
-			policy: deadline.Policy{Blind: true},
-			left:   50 * ms, cap: 300 * ms,
+			name:        "blind call ends with the caller's deadline",
+			policy:      deadline.Policy{Blind: true},
+			left:        50 * ms,
+			cap:         300 * ms,
 			wantTimeout: 50 * ms, wantOutcome: deadline.OutcomeBudget, wantCause: context.DeadlineExceeded,
 		},
 	}

@@ -58,7 +58,7 @@ func UnaryClientInterceptor(o ClientOptions) grpc.UnaryClientInterceptor {
 		err = invoker(callCtx, method, req, reply, cc, opts...)
 		took := time.Since(start)
 		out := Classify(callCtx, d, err)
-		if out == OutcomeTimeout || out == OutcomeBudget {
+		if (out == OutcomeTimeout || out == OutcomeBudget) && endedByOwnClock(callCtx) {
 			err = &CallError{Outcome: out, cause: outcomeCause(out), err: err}
 		}
 		if o.Hooks.OnCall != nil {
@@ -68,11 +68,25 @@ func UnaryClientInterceptor(o ClientOptions) grpc.UnaryClientInterceptor {
 	}
 }
 
+// endedByOwnClock reports whether the call's own deadline ended it: its
+// context is done, or the deadline has passed and the peer only said so
+// before the context's timer fired. Otherwise the peer ran out of time on
+// its own (one of its calls timed out, or its admission turned the request
+// away) and its error is returned as it is, so that a retry policy that
+// retries ErrCallTimeout does not retry again at every hop.
+func endedByOwnClock(callCtx context.Context) bool {
+	if callCtx.Err() != nil {
+		return true
+	}
+	dl, ok := callCtx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
 // outcomeCause is the sentinel wrapped by the error of a call that timed
 // out. It follows the outcome rather than context.Cause of the call's
-// context: that cause is nil when the peer answered DeadlineExceeded
-// first, and the caller's own cause (often plain context.DeadlineExceeded)
-// when the caller's deadline fired before the call's.
+// context, which is nil when the peer answered DeadlineExceeded first, and
+// the caller's own cause (often plain context.DeadlineExceeded) when the
+// caller's deadline fired before the call's.
 func outcomeCause(out Outcome) error {
 	if out == OutcomeTimeout {
 		return ErrCallTimeout

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	"google.golang.org/grpc/health/grpc_health_v1"
@@ -57,7 +58,7 @@ func slow(ctx context.Context) error {
 // serve starts a real gRPC server for svc on a loopback port, behind the
 // given server interceptors, and returns a client that goes through the
 // given client interceptors. Both are stopped when the test ends.
-func serve(t *testing.T, svc grpc_health_v1.HealthServer, server []grpc.UnaryServerInterceptor, client ...grpc.UnaryClientInterceptor) grpc_health_v1.HealthClient {
+func serve(t testing.TB, svc grpc_health_v1.HealthServer, server []grpc.UnaryServerInterceptor, client ...grpc.UnaryClientInterceptor) grpc_health_v1.HealthClient {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -80,6 +81,16 @@ func serve(t *testing.T, svc grpc_health_v1.HealthServer, server []grpc.UnarySer
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
+	// Connect before the test's calls, so that no tight budget is spent
+	// on the TCP and HTTP/2 handshakes.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cc.Connect()
+	for s := cc.GetState(); s != connectivity.Ready; s = cc.GetState() {
+		if !cc.WaitForStateChange(ctx, s) {
+			t.Fatalf("client did not connect: %v", s)
+		}
+	}
 	return grpc_health_v1.NewHealthClient(cc)
 }
 
@@ -251,8 +262,11 @@ func TestUnaryClientInterceptorOutcomes(t *testing.T) {
 		{name: "budget runs out, no margin", budget: 50 * ms, cap: 30 * time.Second, handle: slow, wantOutcome: deadline.OutcomeBudget, wantCode: codes.DeadlineExceeded, wantIs: deadline.ErrBudgetExhausted},
 		{name: "budget runs out, with margin", policy: deadline.Policy{Margin: 10 * ms}, budget: 60 * ms, cap: 30 * time.Second, handle: slow, wantOutcome: deadline.OutcomeBudget, wantCode: codes.DeadlineExceeded, wantIs: deadline.ErrBudgetExhausted},
 		{name: "blind call cut short by the caller's deadline", policy: deadline.Policy{Blind: true}, budget: 50 * ms, cap: 30 * time.Second, handle: slow, wantOutcome: deadline.OutcomeBudget, wantCode: codes.DeadlineExceeded, wantIs: deadline.ErrBudgetExhausted},
-		{name: "peer answers DeadlineExceeded under the cap", cap: 30 * time.Second, handle: peerGaveUp, wantOutcome: deadline.OutcomeTimeout, wantCode: codes.DeadlineExceeded, wantIs: deadline.ErrCallTimeout},
-		{name: "peer answers DeadlineExceeded under the budget", budget: 30 * time.Second, handle: peerGaveUp, wantOutcome: deadline.OutcomeBudget, wantCode: codes.DeadlineExceeded, wantIs: deadline.ErrBudgetExhausted},
+		// The peer ran out of time on its own while ours was far from over:
+		// the outcome says which deadline bounded the call, but the error
+		// stays the peer's, so it is not retried at every hop.
+		{name: "peer answers DeadlineExceeded under the cap", cap: 30 * time.Second, handle: peerGaveUp, wantOutcome: deadline.OutcomeTimeout, wantCode: codes.DeadlineExceeded},
+		{name: "peer answers DeadlineExceeded under the budget", budget: 30 * time.Second, handle: peerGaveUp, wantOutcome: deadline.OutcomeBudget, wantCode: codes.DeadlineExceeded},
 		{name: "peer answers DeadlineExceeded to an unbounded call", handle: peerGaveUp, wantOutcome: deadline.OutcomeError, wantCode: codes.DeadlineExceeded},
 		{name: "other failures pass through", cap: time.Second, handle: notFound, wantOutcome: deadline.OutcomeError, wantCode: codes.NotFound},
 	}
@@ -464,10 +478,12 @@ func serverPolicy(p deadline.Policy) deadline.ServerOptions {
 // expired by the time it reaches the interceptor: queue wait counts.
 func TestUnaryServerInterceptorExpiredInQueue(t *testing.T) {
 	arrived := make(chan deadline.ArrivalInfo, 1)
+	// The queue holds the request until just past its deadline. (Waiting
+	// for ctx.Done() is not enough: the client gives up first and its
+	// cancellation can end the server's context before the deadline.)
 	queue := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		select {
-		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
+		if dl, ok := ctx.Deadline(); ok {
+			time.Sleep(time.Until(dl) + ms)
 		}
 		return next(ctx, req)
 	}
@@ -476,7 +492,7 @@ func TestUnaryServerInterceptorExpiredInQueue(t *testing.T) {
 	p := &probe{}
 	c := serve(t, p, []grpc.UnaryServerInterceptor{queue, deadline.UnaryServerInterceptor(o)})
 
-	if err := check(withLeft(t, 50*ms), c); status.Code(err) != codes.DeadlineExceeded {
+	if err := check(withLeft(t, 300*ms), c); status.Code(err) != codes.DeadlineExceeded {
 		t.Errorf("status.Code(%v) = %v; want DeadlineExceeded", err, status.Code(err))
 	}
 	select {
@@ -558,5 +574,38 @@ func TestInterceptorsWithHealthServer(t *testing.T) {
 	}
 	if a := arrivals.one(t); a.Rejected || !a.HasBudget || a.Remaining > 2*time.Second || a.Remaining <= time.Second {
 		t.Errorf("OnArrival got %+v; want admitted with at most the 2s cap left", a)
+	}
+}
+
+// stalledCtx is a caller's context whose deadline has passed but whose
+// timer has not fired yet: the moment when the peer's DeadlineExceeded
+// answer can arrive before the caller's own context ends.
+type stalledCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c stalledCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func TestUnaryClientInterceptorPeerAnswersFirst(t *testing.T) {
+	var calls recorder[deadline.CallInfo]
+	intercept := deadline.UnaryClientInterceptor(clientOptions(deadline.Policy{Blind: true}, 30*time.Second, &calls))
+	ctx := stalledCtx{Context: context.Background(), deadline: time.Now().Add(-ms)}
+	peer := status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+	invoke := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+		if ctx.Err() != nil {
+			return errors.New("the call's context ended; the test needs it live")
+		}
+		return peer
+	}
+	err := intercept(ctx, checkMethod, nil, nil, nil, invoke)
+	if !errors.Is(err, deadline.ErrBudgetExhausted) || !errors.Is(err, peer) {
+		t.Errorf("err = %v; want it to wrap ErrBudgetExhausted and the peer's error", err)
+	}
+	if code := status.Code(err); code != codes.DeadlineExceeded {
+		t.Errorf("status.Code(%v) = %v; want DeadlineExceeded", err, code)
+	}
+	if info := calls.one(t); info.Outcome != deadline.OutcomeBudget {
+		t.Errorf("OnCall outcome = %q; want %q", info.Outcome, deadline.OutcomeBudget)
 	}
 }

@@ -46,8 +46,11 @@ func Classify(callCtx context.Context, d Decision, err error) Outcome {
 	}
 	// The call's context is still live, yet the peer answered that the
 	// deadline we sent it expired: it reached the same instant first.
-	if status.Code(err) == codes.DeadlineExceeded && d.Timeout > 0 {
-		if d.ClippedByBudget {
+	// That deadline was the caller's when the budget clipped the call, and
+	// also when a blind call had no cap or a cap beyond the caller's
+	// deadline.
+	if status.Code(err) == codes.DeadlineExceeded && (d.Timeout > 0 || d.HasBudget) {
+		if d.HasBudget && (d.ClippedByBudget || d.Timeout <= 0 || d.Remaining < d.Timeout) {
 			return OutcomeBudget
 		}
 		return OutcomeTimeout

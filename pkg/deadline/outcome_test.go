@@ -27,6 +27,9 @@ func TestClassify(t *testing.T) {
 
 	capped := deadline.Decision{Timeout: 300 * ms}
 	clipped := deadline.Decision{HasBudget: true, Timeout: 160 * ms, ClippedByBudget: true}
+	blindShort := deadline.Decision{HasBudget: true, Remaining: 50 * ms, Timeout: 300 * ms}
+	blindLong := deadline.Decision{HasBudget: true, Remaining: time.Second, Timeout: 300 * ms}
+	blindNoCap := deadline.Decision{HasBudget: true, Remaining: 50 * ms}
 	peerExpired := status.Error(codes.DeadlineExceeded, "peer: deadline exceeded")
 	anyErr := errors.New("boom")
 
@@ -46,7 +49,11 @@ func TestClassify(t *testing.T) {
 		{"caller canceled with another cause", ended(errors.New("shutdown")), capped, anyErr, deadline.OutcomeError},
 		{"peer's deadline first, cap set it", live, capped, peerExpired, deadline.OutcomeTimeout},
 		{"peer's deadline first, budget set it", live, clipped, peerExpired, deadline.OutcomeBudget},
-		{"peer's deadline, call unbounded", live, deadline.Decision{}, peerExpired, deadline.OutcomeError},
+		{"peer's deadline first, call unbounded", live, deadline.Decision{}, peerExpired, deadline.OutcomeError},
+		// A blind call is bounded by the caller's deadline as well as its cap.
+		{"peer's deadline first, blind, caller's deadline before the cap", live, blindShort, peerExpired, deadline.OutcomeBudget},
+		{"peer's deadline first, blind, cap before the caller's deadline", live, blindLong, peerExpired, deadline.OutcomeTimeout},
+		{"peer's deadline first, blind without a cap", live, blindNoCap, peerExpired, deadline.OutcomeBudget},
 		{"other failure", live, capped, status.Error(codes.Unavailable, "down"), deadline.OutcomeError},
 	}
 	for _, tt := range tests {
