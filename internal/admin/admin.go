@@ -39,6 +39,8 @@ type Options struct {
 	// Client calls the peers; nil means a client with a 5 s timeout.
 	Client *http.Client
 	Log    *slog.Logger
+	// Routes are extra read routes of one service, by ServeMux pattern.
+	Routes map[string]http.Handler
 }
 
 // maxBody bounds an admin request body.
@@ -60,6 +62,9 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc("DELETE /admin/faults/{method}", a.guard(a.clearFaults))
 	if o.Metrics != nil {
 		mux.Handle("GET /metrics", o.Metrics)
+	}
+	for pattern, h := range o.Routes {
+		mux.Handle(pattern, h)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, http.StatusNotFound, "no such admin route")

@@ -71,6 +71,10 @@ type Mechanisms struct {
 	Breakers bool `json:"breakers"`
 	// Retries: how calls are retried (every retry checks the budget).
 	Retries Retries `json:"retries"`
+	// Idempotency: orders claims each checkout's Idempotency-Key and
+	// replays the stored answer to a retry. Off, keys are ignored and a
+	// retried checkout is a new order with a new charge.
+	Idempotency bool `json:"idempotency"`
 }
 
 // Retries is a retry strategy.
@@ -107,7 +111,7 @@ func (m Mode) Mechanisms() Mechanisms {
 	}
 	return Mechanisms{
 		EdgeDeadline: on, ClipToBudget: on, Admission: on, HonourCancel: on,
-		Bulkheads: on, Breakers: on, Retries: retries,
+		Bulkheads: on, Breakers: on, Retries: retries, Idempotency: on,
 	}
 }
 

@@ -73,7 +73,7 @@ func TestMechanisms(t *testing.T) {
 	}{
 		{mode.Budgeted, mode.Mechanisms{
 			EdgeDeadline: true, ClipToBudget: true, Admission: true, HonourCancel: true,
-			Bulkheads: true, Breakers: true, Retries: mode.RetriesBudgeted,
+			Bulkheads: true, Breakers: true, Retries: mode.RetriesBudgeted, Idempotency: true,
 		}},
 		{mode.Naive, mode.Mechanisms{Retries: mode.RetriesNaive}},
 		{mode.Mode("unknown"), mode.Mechanisms{Retries: mode.RetriesNaive}},

@@ -19,6 +19,7 @@ type Overrides struct {
 	Bulkheads    *bool    `json:"bulkheads,omitempty"`
 	Breakers     *bool    `json:"breakers,omitempty"`
 	Retries      *Retries `json:"retries,omitempty"`
+	Idempotency  *bool    `json:"idempotency,omitempty"`
 }
 
 // Apply returns m with o's switches applied.
@@ -34,6 +35,7 @@ func (m Mechanisms) Apply(o Overrides) Mechanisms {
 	set(&m.HonourCancel, o.HonourCancel)
 	set(&m.Bulkheads, o.Bulkheads)
 	set(&m.Breakers, o.Breakers)
+	set(&m.Idempotency, o.Idempotency)
 	if o.Retries != nil {
 		m.Retries = *o.Retries
 	}
@@ -55,7 +57,7 @@ func (o *Overrides) fields() map[string]**bool {
 	return map[string]**bool{
 		"edge_deadline": &o.EdgeDeadline, "clip_to_budget": &o.ClipToBudget,
 		"admission": &o.Admission, "honour_cancel": &o.HonourCancel,
-		"bulkheads": &o.Bulkheads, "breakers": &o.Breakers,
+		"bulkheads": &o.Bulkheads, "breakers": &o.Breakers, "idempotency": &o.Idempotency,
 	}
 }
 

@@ -27,6 +27,16 @@ type Kit struct {
 	Peers []admin.Peer
 
 	common Common
+	routes map[string]http.Handler
+}
+
+// HandleAdmin adds a read route of the service's own to its admin API.
+// Call it before the service starts.
+func (k *Kit) HandleAdmin(pattern string, h http.Handler) {
+	if k.routes == nil {
+		k.routes = map[string]http.Handler{}
+	}
+	k.routes[pattern] = h
 }
 
 // KitOptions adjust a Kit.
@@ -69,7 +79,7 @@ func (k *Kit) Outbound(o resilience.OutboundOptions) *resilience.Outbound {
 func (k *Kit) AdminHandler() http.Handler {
 	return admin.Handler(admin.Options{
 		Service: k.Name, Settings: k.Settings, Faults: k.Faults, Metrics: k.Metrics.Handler(),
-		Token: k.common.AdminToken, Peers: k.Peers, Log: k.Log,
+		Token: k.common.AdminToken, Peers: k.Peers, Log: k.Log, Routes: k.routes,
 	})
 }
 

@@ -43,8 +43,9 @@ const (
 	MaxQty   = 1000
 )
 
-// Store keeps products and reservations. Reserve is all or nothing and
-// never lets stock go negative; Release is idempotent.
+// Store keeps products and reservations. Reserve is all or nothing, never
+// lets stock go negative, and holds at most one reservation per order (a
+// second Reserve for the order returns the first); Release is idempotent.
 type Store interface {
 	List(ctx context.Context) ([]Product, error)
 	Get(ctx context.Context, sku string) (Product, error)

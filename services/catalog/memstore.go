@@ -27,6 +27,7 @@ type MemStore struct {
 	mu           sync.Mutex
 	products     map[string]Product
 	reservations map[string]Reservation
+	byOrder      map[string]string
 	released     map[string]bool
 	nextID       int
 }
@@ -35,7 +36,8 @@ var _ Store = (*MemStore)(nil)
 
 // NewMemStore returns a store holding products.
 func NewMemStore(products []Product) *MemStore {
-	s := &MemStore{products: map[string]Product{}, reservations: map[string]Reservation{}, released: map[string]bool{}}
+	s := &MemStore{products: map[string]Product{}, reservations: map[string]Reservation{},
+		byOrder: map[string]string{}, released: map[string]bool{}}
 	for _, p := range products {
 		s.products[p.SKU] = p
 	}
@@ -69,6 +71,9 @@ func (s *MemStore) Get(ctx context.Context, sku string) (Product, error) {
 func (s *MemStore) Reserve(ctx context.Context, orderID string, lines []Line) (Reservation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if id, ok := s.byOrder[orderID]; ok {
+		return s.reservations[id], nil // one reservation per order: a retry gets it back
+	}
 	want := map[string]int64{}
 	for _, l := range lines {
 		p, ok := s.products[l.SKU]
@@ -90,6 +95,7 @@ func (s *MemStore) Reserve(ctx context.Context, orderID string, lines []Line) (R
 		r.TotalCents += l.Qty * p.PriceCents
 	}
 	s.reservations[r.ID] = r
+	s.byOrder[orderID] = r.ID
 	return r, nil
 }
 

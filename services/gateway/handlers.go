@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/mercado-lab/mercado/internal/problem"
 	"github.com/mercado-lab/mercado/internal/timing"
@@ -45,16 +47,17 @@ type CheckoutRequest struct {
 
 // Order is an order as the public API shows it.
 type Order struct {
-	OrderID    string    `json:"order_id"`
-	Status     string    `json:"status"`
-	Customer   string    `json:"customer"`
-	Items      []Item    `json:"items"`
-	Address    string    `json:"address"`
-	TotalCents int64     `json:"total_cents"`
-	ChargeID   string    `json:"charge_id,omitempty"`
-	ShipmentID string    `json:"shipment_id,omitempty"`
-	Failure    string    `json:"failure,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
+	OrderID        string    `json:"order_id"`
+	Status         string    `json:"status"`
+	Customer       string    `json:"customer"`
+	Items          []Item    `json:"items"`
+	Address        string    `json:"address"`
+	TotalCents     int64     `json:"total_cents"`
+	ChargeID       string    `json:"charge_id,omitempty"`
+	ShipmentID     string    `json:"shipment_id,omitempty"`
+	Failure        string    `json:"failure,omitempty"`
+	ShipmentStatus string    `json:"shipment_status,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
 }
 
 func productFromProto(p *catalogv1.Product) Product {
@@ -65,7 +68,7 @@ func orderFromProto(o *ordersv1.Order) Order {
 	out := Order{
 		OrderID: o.GetOrderId(), Status: o.GetStatus(), Customer: o.GetCustomer(), Address: o.GetAddress(),
 		TotalCents: o.GetTotalCents(), ChargeID: o.GetChargeId(), ShipmentID: o.GetShipmentId(),
-		Failure: o.GetFailure(), CreatedAt: time.UnixMilli(o.GetCreatedUnixMs()).UTC(),
+		Failure: o.GetFailure(), CreatedAt: time.UnixMilli(o.GetCreatedUnixMs()).UTC(), ShipmentStatus: o.GetShipmentStatus(),
 		Items: make([]Item, 0, len(o.GetItems())),
 	}
 	for _, it := range o.GetItems() {
@@ -117,15 +120,14 @@ func (s *server) checkout(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	pr := &ordersv1.PlaceOrderRequest{Customer: req.Customer, Address: req.Address}
-	if v := r.Header.Get("Idempotency-Key"); v != "" {
-		key, err := parseIdempotencyKey(v)
-		if err != nil {
-			problem.Write(w, r, http.StatusBadRequest, err.Error())
-			return
-		}
-		pr.IdempotencyKey, pr.RequestId = key, key
+	key, err := parseIdempotencyKey(r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		problem.Write(w, r, http.StatusBadRequest, err.Error())
+		return
 	}
+	// The key names the logical checkout (request_id) in both modes, so
+	// duplicate charges can be counted even where keys are ignored.
+	pr := &ordersv1.PlaceOrderRequest{Customer: req.Customer, Address: req.Address, IdempotencyKey: key, RequestId: key}
 	for _, it := range req.Items {
 		pr.Items = append(pr.Items, &ordersv1.Item{Sku: it.SKU, Qty: it.Qty})
 	}
@@ -134,11 +136,39 @@ func (s *server) checkout(w http.ResponseWriter, r *http.Request) {
 	o, err := s.orders.PlaceOrder(r.Context(), pr, grpc.Trailer(&trailer))
 	s.addDownstreamHops(r, trailer)
 	if err != nil {
+		if keyReused(err) {
+			problem.Write(w, r, http.StatusUnprocessableEntity, status.Convert(err).Message())
+			return
+		}
 		writeUpstreamError(w, r, err, checkoutOverrides)
 		return
 	}
 	w.Header().Set("Location", "/api/orders/"+o.GetOrderId())
+	if o.GetStatus() == "payment_pending" {
+		// The charge's outcome is unknown: the key is stored, the client
+		// looks the order up rather than retrying into a second charge.
+		writeJSON(w, http.StatusAccepted, Processing{Status: "processing", OrderID: o.GetOrderId()})
+		return
+	}
 	writeJSON(w, http.StatusCreated, orderFromProto(o))
+}
+
+// Processing is the answer to a checkout whose payment outcome is not yet
+// known.
+type Processing struct {
+	Status  string `json:"status"`
+	OrderID string `json:"order_id"`
+}
+
+// keyReused reports orders' refusal of an Idempotency-Key reused with a
+// different request.
+func keyReused(err error) bool {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == "IDEMPOTENCY_KEY_REUSED" {
+			return true
+		}
+	}
+	return false
 }
 
 // addDownstreamHops copies the hops orders reported in its trailer into

@@ -34,7 +34,7 @@ func parseIdempotencyKey(v string) (string, error) {
 	}
 	switch {
 	case v == "":
-		return "", fmt.Errorf("Idempotency-Key: must not be empty")
+		return "", fmt.Errorf("Idempotency-Key is required: send a unique key per checkout, and the same key when retrying it")
 	case len(v) > MaxIdempotencyKey:
 		return "", fmt.Errorf("Idempotency-Key: longer than %d characters", MaxIdempotencyKey)
 	}

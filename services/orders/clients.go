@@ -40,21 +40,39 @@ func (c catalogClient) Release(ctx context.Context, reservationID string) error 
 	return err
 }
 
-type paymentsClient struct {
-	c paymentsv1.PaymentsServiceClient
-}
+type paymentsClient struct{ c paymentsv1.PaymentsServiceClient }
 
 var _ Payments = paymentsClient{}
 
-func (c paymentsClient) Charge(ctx context.Context, o Order, requestID string) (string, error) {
+func chargeFromProto(c *paymentsv1.Charge) Charge {
+	return Charge{ID: c.GetChargeId(), Status: c.GetStatus()}
+}
+
+func (c paymentsClient) Charge(ctx context.Context, o Order) (Charge, error) {
 	ch, err := c.c.CreateCharge(ctx, &paymentsv1.ChargeRequest{
 		PaymentKey: o.PaymentKey, OrderId: o.ID, Customer: o.Customer,
-		AmountCents: o.TotalCents, RequestId: requestID,
+		AmountCents: o.TotalCents, RequestId: o.RequestID,
 	})
 	if err != nil {
-		return "", err
+		return Charge{}, err
 	}
-	return ch.GetChargeId(), nil
+	return chargeFromProto(ch), nil
+}
+
+func (c paymentsClient) Get(ctx context.Context, key string) (Charge, error) {
+	ch, err := c.c.GetCharge(ctx, &paymentsv1.GetChargeRequest{PaymentKey: key})
+	if err != nil {
+		return Charge{}, err
+	}
+	return chargeFromProto(ch), nil
+}
+
+func (c paymentsClient) Void(ctx context.Context, key string) (Charge, error) {
+	ch, err := c.c.VoidCharge(ctx, &paymentsv1.VoidChargeRequest{PaymentKey: key})
+	if err != nil {
+		return Charge{}, err
+	}
+	return chargeFromProto(ch), nil
 }
 
 type shippingClient struct {

@@ -21,7 +21,7 @@ func toProto(o Order) *ordersv1.Order {
 	out := &ordersv1.Order{
 		OrderId: o.ID, Status: o.Status, Customer: o.Customer, Address: o.Address,
 		TotalCents: o.TotalCents, ChargeId: o.ChargeID, ShipmentId: o.ShipmentID,
-		Failure: o.Failure, CreatedUnixMs: o.CreatedAt.UnixMilli(),
+		Failure: o.Failure, CreatedUnixMs: o.CreatedAt.UnixMilli(), ShipmentStatus: o.ShipmentStatus,
 	}
 	for _, it := range o.Items {
 		out.Items = append(out.Items, &ordersv1.Item{Sku: it.SKU, Qty: it.Qty, UnitPriceCents: it.UnitPriceCents})
@@ -45,6 +45,9 @@ func (g grpcServer) PlaceOrder(ctx context.Context, req *ordersv1.PlaceOrderRequ
 		pr.Items = append(pr.Items, Item{SKU: it.GetSku(), Qty: it.GetQty()})
 	}
 	o, err := g.svc.PlaceOrder(ctx, pr)
+	if st, ok := keyStatus(err); ok {
+		return nil, st.Err()
+	}
 	if err != nil {
 		return nil, apperr.Status(err)
 	}

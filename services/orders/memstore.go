@@ -52,6 +52,24 @@ func (s *MemStore) Get(ctx context.Context, id string) (Order, error) {
 	return clone(o), nil
 }
 
+// List implements Store.
+func (s *MemStore) List(ctx context.Context, f Filter) ([]Order, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Order
+	for _, o := range s.orders {
+		if o.Status == f.Status && (f.ShipmentStatus == "" || o.ShipmentStatus == f.ShipmentStatus) &&
+			(f.UpdatedBefore.IsZero() || o.UpdatedAt.Before(f.UpdatedBefore)) {
+			out = append(out, clone(o))
+		}
+	}
+	slices.SortFunc(out, func(a, b Order) int { return a.UpdatedAt.Compare(b.UpdatedAt) })
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
 // clone keeps callers from sharing the stored order's item slice.
 func clone(o Order) Order {
 	o.Items = slices.Clone(o.Items)

@@ -4,9 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
@@ -14,9 +11,21 @@ import (
 
 // Order statuses.
 const (
-	StatusPending   = "pending"
+	// StatusPending: the chain is running.
+	StatusPending = "pending"
+	// StatusPaymentPending: the charge's outcome is unknown (it timed out,
+	// or payments could not be reached); the reconciler settles it.
+	StatusPaymentPending = "payment_pending"
+	// StatusConfirmed: charged. The shipment may still be pending.
 	StatusConfirmed = "confirmed"
-	StatusFailed    = "failed"
+	// StatusFailed: not charged, stock released.
+	StatusFailed = "failed"
+)
+
+// Shipment statuses of a confirmed order.
+const (
+	ShipmentPending = "pending"
+	ShipmentBooked  = "booked"
 )
 
 // Item is one line of an order.
@@ -40,9 +49,14 @@ type Order struct {
 	TotalCents    int64
 	ChargeID      string
 	ShipmentID    string
+	// ShipmentStatus is pending or booked once the order is confirmed.
+	ShipmentStatus string
+	// RequestID names the client's logical checkout.
+	RequestID string
 	// Failure says why a failed order failed.
 	Failure   string
 	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // PlaceRequest is a checkout as orders receives it.
@@ -87,6 +101,18 @@ type Store interface {
 	Create(ctx context.Context, o Order) error
 	Update(ctx context.Context, o Order) error
 	Get(ctx context.Context, id string) (Order, error)
+	// List returns orders matching f, least recently updated first.
+	List(ctx context.Context, f Filter) ([]Order, error)
+}
+
+// Filter selects orders for the background workers.
+type Filter struct {
+	Status string
+	// ShipmentStatus, when set, must match too.
+	ShipmentStatus string
+	// UpdatedBefore keeps orders last updated before it.
+	UpdatedBefore time.Time
+	Limit         int
 }
 
 // Catalog reserves and releases stock.
@@ -102,99 +128,26 @@ type Reservation struct {
 	TotalCents int64
 }
 
-// Payments charges an order.
+// Payments charges an order under its payment key.
 type Payments interface {
-	Charge(ctx context.Context, o Order, requestID string) (chargeID string, err error)
+	Charge(ctx context.Context, o Order) (Charge, error)
+	// Get returns the charge under key; an error with code NotFound when
+	// there is none.
+	Get(ctx context.Context, key string) (Charge, error)
+	// Void makes sure nothing will be charged under key, and returns the
+	// charge if one was made after all.
+	Void(ctx context.Context, key string) (Charge, error)
+}
+
+// Charge is payments' record of a payment key.
+type Charge struct {
+	ID     string
+	Status string // pending, succeeded or failed
 }
 
 // Shipping books an order's shipment.
 type Shipping interface {
 	Ship(ctx context.Context, o Order) (shipmentID string, err error)
-}
-
-// Service is the orders use cases.
-type Service struct {
-	store    Store
-	catalog  Catalog
-	payments Payments
-	shipping Shipping
-	log      *slog.Logger
-	now      func() time.Time
-}
-
-// NewService returns a Service; every dependency is required.
-func NewService(store Store, c Catalog, p Payments, s Shipping, log *slog.Logger) (*Service, error) {
-	if store == nil || c == nil || p == nil || s == nil || log == nil {
-		return nil, errors.New("orders: store, catalog, payments, shipping and log are required")
-	}
-	return &Service{store: store, catalog: c, payments: p, shipping: s, log: log, now: time.Now}, nil
-}
-
-// bookkeepingTimeout bounds writes that must outlive the request (marking
-// an order failed, releasing its stock) once the request's own budget is
-// gone.
-const bookkeepingTimeout = 2 * time.Second
-
-// PlaceOrder runs the checkout chain: reserve stock, charge, ship. When a
-// step fails the order is stored as failed, its stock released, and the
-// step's error returned with its code (a timeout stays a timeout).
-func (s *Service) PlaceOrder(ctx context.Context, req PlaceRequest) (Order, error) {
-	if err := req.Validate(); err != nil {
-		return Order{}, err
-	}
-	o := Order{
-		ID: newID("ord"), Status: StatusPending, Customer: req.Customer,
-		Items: req.Items, Address: req.Address, CreatedAt: s.now(),
-	}
-	o.PaymentKey = "pay_" + o.ID
-	if err := s.store.Create(ctx, o); err != nil {
-		return Order{}, err
-	}
-
-	res, err := s.catalog.Reserve(ctx, o.ID, o.Items)
-	if err != nil {
-		return s.fail(ctx, o, apperr.FromGRPC(err, "reserving stock"))
-	}
-	o.ReservationID, o.Items, o.TotalCents = res.ID, res.Items, res.TotalCents
-
-	if o.ChargeID, err = s.payments.Charge(ctx, o, req.RequestID); err != nil {
-		return s.fail(ctx, o, apperr.FromGRPC(err, "charging"))
-	}
-	if o.ShipmentID, err = s.shipping.Ship(ctx, o); err != nil {
-		return s.fail(ctx, o, apperr.FromGRPC(err, "booking the shipment"))
-	}
-
-	o.Status = StatusConfirmed
-	bctx, cancel := bookkeeping(ctx)
-	defer cancel()
-	if err := s.store.Update(bctx, o); err != nil {
-		return Order{}, err
-	}
-	return o, nil
-}
-
-// bookkeeping returns a context for writes that must land even when the
-// request's budget is gone: the request's values without its deadline or
-// cancellation, bounded by a timeout of its own.
-func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-}
-
-// fail records o as failed because of cause and gives its stock back.
-// A charge already taken stays on the order for reconciliation.
-func (s *Service) fail(ctx context.Context, o Order, cause error) (Order, error) {
-	bctx, cancel := bookkeeping(ctx)
-	defer cancel()
-	o.Status, o.Failure = StatusFailed, cause.Error()
-	if o.ReservationID != "" {
-		if err := s.catalog.Release(bctx, o.ReservationID); err != nil {
-			s.log.Error("releasing stock of a failed order", "order_id", o.ID, "reservation_id", o.ReservationID, "err", err)
-		}
-	}
-	if err := s.store.Update(bctx, o); err != nil {
-		s.log.Error("recording a failed order", "order_id", o.ID, "err", err)
-	}
-	return o, fmt.Errorf("order %s: %w", o.ID, cause)
 }
 
 // GetOrder returns one order.

@@ -38,11 +38,13 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		}
 		cs = append(cs, cc)
 	}
-	svc, err := NewService(NewMemStore(),
-		catalogClient{catalogv1.NewCatalogServiceClient(cs[0])},
-		paymentsClient{paymentsv1.NewPaymentsServiceClient(cs[1])},
-		shippingClient{shippingv1.NewShippingServiceClient(cs[2])},
-		kit.Log)
+	svc, err := NewService(Deps{
+		Store: NewMemStore(), Keys: NewMemKeys(),
+		Catalog:  catalogClient{catalogv1.NewCatalogServiceClient(cs[0])},
+		Payments: paymentsClient{paymentsv1.NewPaymentsServiceClient(cs[1])},
+		Shipping: shippingClient{shippingv1.NewShippingServiceClient(cs[2])},
+		Settings: kit.Settings, Log: kit.Log,
+	})
 	if err != nil {
 		cs.Close()
 		return nil, err
@@ -52,8 +54,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		cs.Close()
 		return nil, err
 	}
+	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	go svc.RunWorkers(workers, kit.Log)
 	go func() {
 		<-p.Done()
+		stopWorkers()
 		cs.Close()
 	}()
 	return p, nil

@@ -28,6 +28,14 @@ func (g grpcServer) CreateCharge(ctx context.Context, req *paymentsv1.ChargeRequ
 	return toProto(c), nil
 }
 
+func (g grpcServer) VoidCharge(ctx context.Context, req *paymentsv1.VoidChargeRequest) (*paymentsv1.Charge, error) {
+	c, err := g.svc.VoidCharge(ctx, req.GetPaymentKey())
+	if err != nil {
+		return nil, apperr.Status(err)
+	}
+	return toProto(c), nil
+}
+
 func (g grpcServer) GetCharge(ctx context.Context, req *paymentsv1.GetChargeRequest) (*paymentsv1.Charge, error) {
 	c, err := g.svc.GetCharge(ctx, req.GetPaymentKey())
 	if err != nil {

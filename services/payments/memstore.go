@@ -20,8 +20,8 @@ var _ Store = (*MemStore)(nil)
 // NewMemStore returns an empty store.
 func NewMemStore() *MemStore { return &MemStore{byKey: map[string]Charge{}} }
 
-// Create implements Store.
-func (s *MemStore) Create(ctx context.Context, c Charge) (Charge, bool, error) {
+// Claim implements Store.
+func (s *MemStore) Claim(ctx context.Context, c Charge) (Charge, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if prior, ok := s.byKey[c.PaymentKey]; ok {
@@ -33,6 +33,21 @@ func (s *MemStore) Create(ctx context.Context, c Charge) (Charge, bool, error) {
 	return c, true, nil
 }
 
+// Settle implements Store.
+func (s *MemStore) Settle(ctx context.Context, key, status string) (Charge, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.byKey[key]
+	if !ok {
+		return Charge{}, apperr.New(apperr.NotFound, "no charge under payment key %q", key)
+	}
+	if c.Status == StatusPending {
+		c.Status = status
+		s.byKey[key] = c
+	}
+	return c, nil
+}
+
 // GetByKey implements Store.
 func (s *MemStore) GetByKey(ctx context.Context, key string) (Charge, error) {
 	s.mu.Lock()
@@ -42,4 +57,29 @@ func (s *MemStore) GetByKey(ctx context.Context, key string) (Charge, error) {
 		return Charge{}, apperr.New(apperr.NotFound, "no charge under payment key %q", key)
 	}
 	return c, nil
+}
+
+// Stats implements Store.
+func (s *MemStore) Stats(ctx context.Context) (Stats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var st Stats
+	perRequest := map[string]int{}
+	for _, c := range s.byKey {
+		if c.OrderID == "" {
+			continue // a voided key: never a charge
+		}
+		st.Charges++
+		if c.Status == StatusSucceeded {
+			st.Succeeded++
+			if c.RequestID != "" {
+				perRequest[c.RequestID]++
+			}
+		}
+	}
+	st.RequestIDs = len(perRequest)
+	for _, n := range perRequest {
+		st.Duplicates += n - 1
+	}
+	return st, nil
 }

@@ -4,40 +4,69 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 )
 
-// Charge is money taken from a customer for one order.
+// Charge is money taken, or being taken, from a customer for one order.
 type Charge struct {
 	ID          string
 	PaymentKey  string
 	OrderID     string
 	Customer    string
 	AmountCents int64
-	// RequestID names the client's logical checkout.
+	// RequestID names the client's logical checkout, so charges can be
+	// counted per checkout even when keys are ignored.
 	RequestID string
 	Status    string
+	CreatedAt time.Time
 }
 
-// StatusSucceeded is the status of a charge the PSP accepted.
-const StatusSucceeded = "succeeded"
+// Charge statuses.
+const (
+	// StatusPending: the provider has the charge and has not answered.
+	StatusPending = "pending"
+	// StatusSucceeded: the provider took the money.
+	StatusSucceeded = "succeeded"
+	// StatusFailed: no money was taken, and none will be under this key.
+	StatusFailed = "failed"
+)
+
+// Stats count charges, for the duplicate-charge lesson.
+type Stats struct {
+	Charges   int `json:"charges"`
+	Succeeded int `json:"succeeded"`
+	// RequestIDs is the number of logical checkouts with a successful
+	// charge; Duplicates the successful charges beyond one per checkout.
+	RequestIDs int `json:"request_ids"`
+	Duplicates int `json:"duplicates"`
+}
 
 // Store keeps charges, at most one per payment key.
 type Store interface {
-	// Create stores c unless a charge with its payment key exists, in
-	// which case it returns that one and created is false.
-	Create(ctx context.Context, c Charge) (stored Charge, created bool, err error)
-	GetByKey(ctx context.Context, paymentKey string) (Charge, error)
+	// Claim stores c unless a charge with its payment key exists. It
+	// returns the stored charge and whether this call created it; the
+	// payment key's uniqueness is what makes a charge happen once.
+	Claim(ctx context.Context, c Charge) (stored Charge, created bool, err error)
+	// Settle gives the pending charge under key its final status. A charge
+	// already settled keeps the status it has.
+	Settle(ctx context.Context, key, status string) (Charge, error)
+	GetByKey(ctx context.Context, key string) (Charge, error)
+	Stats(ctx context.Context) (Stats, error)
 }
+
+// pspTimeout bounds the provider's own work on one charge.
+const pspTimeout = 2 * time.Minute
 
 // Service is the payments use cases.
 type Service struct {
 	store    Store
 	psp      *faults.Injector
 	settings *mode.Live
+	now      func() time.Time
 }
 
 // NewService returns a Service over store, with psp simulating the
@@ -46,34 +75,80 @@ func NewService(store Store, psp *faults.Injector, settings *mode.Live) (*Servic
 	if store == nil || psp == nil || settings == nil {
 		return nil, fmt.Errorf("payments: store, psp and settings are required")
 	}
-	return &Service{store: store, psp: psp, settings: settings}, nil
+	return &Service{store: store, psp: psp, settings: settings, now: time.Now}, nil
 }
 
-// CreateCharge charges c.AmountCents under c.PaymentKey, once.
-func (s *Service) CreateCharge(ctx context.Context, c Charge) (Charge, error) {
+// Validate reports what is wrong with a charge request.
+func validate(c Charge) error {
 	switch {
 	case c.PaymentKey == "":
-		return Charge{}, apperr.New(apperr.Invalid, "payment_key is required")
+		return apperr.New(apperr.Invalid, "payment_key is required")
 	case len(c.PaymentKey) > 255:
-		return Charge{}, apperr.New(apperr.Invalid, "payment_key is longer than 255 characters")
+		return apperr.New(apperr.Invalid, "payment_key is longer than 255 characters")
 	case c.OrderID == "":
-		return Charge{}, apperr.New(apperr.Invalid, "order_id is required")
+		return apperr.New(apperr.Invalid, "order_id is required")
 	case c.AmountCents <= 0:
-		return Charge{}, apperr.New(apperr.Invalid, "amount_cents must be positive, got %d", c.AmountCents)
+		return apperr.New(apperr.Invalid, "amount_cents must be positive, got %d", c.AmountCents)
 	}
-	if prior, err := s.store.GetByKey(ctx, c.PaymentKey); err == nil {
-		return prior, nil
+	return nil
+}
+
+// CreateCharge charges c.AmountCents under c.PaymentKey, once. The key is
+// claimed first, so a second attempt — a retry, a duplicate, a
+// reconciliation — gets the first charge back, whatever its status, and
+// the provider is asked at most once per key.
+//
+// Once sent, the charge is the provider's: it completes however long the
+// provider takes. In budgeted mode the caller stops waiting when its budget
+// ends and gets DeadlineExceeded, while the charge stays pending until the
+// provider answers — a timeout does not prove nothing was charged. In naive
+// mode the caller waits as long as the provider takes.
+func (s *Service) CreateCharge(ctx context.Context, c Charge) (Charge, error) {
+	if err := validate(c); err != nil {
+		return Charge{}, err
 	}
-	// The call to the PSP: the slow dependency of the lessons.
-	if err := s.psp.Work(ctx, "CreateCharge", s.settings.Load().Mechanisms.HonourCancel); err != nil {
-		if errors.Is(err, faults.ErrInjected) {
-			return Charge{}, err
-		}
-		return Charge{}, apperr.Wrap(apperr.Timeout, err, "payment provider did not answer in time")
+	c.Status, c.CreatedAt = StatusPending, s.now()
+	stored, created, err := s.store.Claim(ctx, c)
+	if err != nil || !created {
+		return stored, err
 	}
-	c.Status = StatusSucceeded
-	stored, _, err := s.store.Create(ctx, c)
-	return stored, err
+	done := make(chan result, 1)
+	go s.charge(context.WithoutCancel(ctx), stored, done)
+	if !s.settings.Load().Mechanisms.HonourCancel {
+		r := <-done
+		return r.charge, r.err
+	}
+	select {
+	case r := <-done:
+		return r.charge, r.err
+	case <-ctx.Done():
+		return Charge{}, apperr.Wrap(apperr.Timeout, context.Cause(ctx), "payment provider did not answer in time; the charge is pending")
+	}
+}
+
+type result struct {
+	charge Charge
+	err    error
+}
+
+// charge asks the provider and records its answer.
+func (s *Service) charge(ctx context.Context, c Charge, done chan<- result) {
+	ctx, cancel := context.WithTimeout(ctx, pspTimeout)
+	defer cancel()
+	status := StatusSucceeded
+	werr := s.psp.Work(ctx, "CreateCharge", false)
+	if werr != nil {
+		status = StatusFailed
+	}
+	settled, err := s.store.Settle(ctx, c.PaymentKey, status)
+	switch {
+	case err != nil:
+		done <- result{err: err}
+	case errors.Is(werr, faults.ErrInjected):
+		done <- result{charge: settled, err: apperr.Wrap(apperr.Unavailable, werr, "payment provider unavailable; nothing was charged")}
+	default:
+		done <- result{charge: settled, err: werr}
+	}
 }
 
 // GetCharge returns the charge made under paymentKey.
@@ -83,3 +158,16 @@ func (s *Service) GetCharge(ctx context.Context, paymentKey string) (Charge, err
 	}
 	return s.store.GetByKey(ctx, paymentKey)
 }
+
+// VoidCharge makes sure nothing will ever be charged under paymentKey: a
+// key never claimed is stored as failed; a claimed one is returned as it is.
+func (s *Service) VoidCharge(ctx context.Context, paymentKey string) (Charge, error) {
+	if paymentKey == "" {
+		return Charge{}, apperr.New(apperr.Invalid, "payment_key is required")
+	}
+	stored, _, err := s.store.Claim(ctx, Charge{PaymentKey: paymentKey, Status: StatusFailed, CreatedAt: s.now()})
+	return stored, err
+}
+
+// Stats counts the charges.
+func (s *Service) Stats(ctx context.Context) (Stats, error) { return s.store.Stats(ctx) }

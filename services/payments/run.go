@@ -25,5 +25,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	if err != nil {
 		return nil, err
 	}
+	kit.HandleAdmin("GET /admin/charges", chargesHandler(svc))
+	if err := observeDuplicates(kit, svc); err != nil {
+		return nil, err
+	}
 	return serve.StartGRPC(ctx, kit, func(s *grpc.Server) { paymentsv1.RegisterPaymentsServiceServer(s, grpcServer{svc: svc}) })
 }

@@ -84,6 +84,10 @@ func (x *Item) GetUnitPriceCents() int64 {
 	return 0
 }
 
+// PlaceOrder with an idempotency key claims the key first. A key whose
+// request is still in flight is answered ABORTED; a key reused with a
+// different request, FAILED_PRECONDITION with an ErrorInfo whose reason is
+// IDEMPOTENCY_KEY_REUSED; a completed key replays the stored answer.
 type PlaceOrderRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Customer string                 `protobuf:"bytes,1,opt,name=customer,proto3" json:"customer,omitempty"`
@@ -176,8 +180,11 @@ type Order struct {
 	Failure string `protobuf:"bytes,9,opt,name=failure,proto3" json:"failure,omitempty"`
 	// created_unix_ms is the creation time in Unix milliseconds.
 	CreatedUnixMs int64 `protobuf:"varint,10,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// shipment_status is pending while the shipment is still to be booked
+	// (shipping failed after the charge), booked once it is.
+	ShipmentStatus string `protobuf:"bytes,11,opt,name=shipment_status,json=shipmentStatus,proto3" json:"shipment_status,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Order) Reset() {
@@ -280,6 +287,13 @@ func (x *Order) GetCreatedUnixMs() int64 {
 	return 0
 }
 
+func (x *Order) GetShipmentStatus() string {
+	if x != nil {
+		return x.ShipmentStatus
+	}
+	return ""
+}
+
 type GetOrderRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	OrderId       string                 `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
@@ -339,7 +353,7 @@ const file_orders_v1_orders_proto_rawDesc = "" +
 	"\aaddress\x18\x03 \x01(\tR\aaddress\x12'\n" +
 	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x05 \x01(\tR\trequestId\"\xc0\x02\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"\xe9\x02\n" +
 	"\x05Order\x12\x19\n" +
 	"\border_id\x18\x01 \x01(\tR\aorderId\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1a\n" +
@@ -353,7 +367,8 @@ const file_orders_v1_orders_proto_rawDesc = "" +
 	"shipmentId\x12\x18\n" +
 	"\afailure\x18\t \x01(\tR\afailure\x12&\n" +
 	"\x0fcreated_unix_ms\x18\n" +
-	" \x01(\x03R\rcreatedUnixMs\",\n" +
+	" \x01(\x03R\rcreatedUnixMs\x12'\n" +
+	"\x0fshipment_status\x18\v \x01(\tR\x0eshipmentStatus\",\n" +
 	"\x0fGetOrderRequest\x12\x19\n" +
 	"\border_id\x18\x01 \x01(\tR\aorderId2\xa7\x01\n" +
 	"\rOrdersService\x12L\n" +

@@ -103,12 +103,14 @@ func (x *ChargeRequest) GetRequestId() string {
 }
 
 type Charge struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ChargeId      string                 `protobuf:"bytes,1,opt,name=charge_id,json=chargeId,proto3" json:"charge_id,omitempty"`
-	PaymentKey    string                 `protobuf:"bytes,2,opt,name=payment_key,json=paymentKey,proto3" json:"payment_key,omitempty"`
-	OrderId       string                 `protobuf:"bytes,3,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
-	AmountCents   int64                  `protobuf:"varint,4,opt,name=amount_cents,json=amountCents,proto3" json:"amount_cents,omitempty"`
-	Status        string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ChargeId    string                 `protobuf:"bytes,1,opt,name=charge_id,json=chargeId,proto3" json:"charge_id,omitempty"`
+	PaymentKey  string                 `protobuf:"bytes,2,opt,name=payment_key,json=paymentKey,proto3" json:"payment_key,omitempty"`
+	OrderId     string                 `protobuf:"bytes,3,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	AmountCents int64                  `protobuf:"varint,4,opt,name=amount_cents,json=amountCents,proto3" json:"amount_cents,omitempty"`
+	// status is pending (the provider has not answered yet), succeeded or
+	// failed.
+	Status        string `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -222,6 +224,50 @@ func (x *GetChargeRequest) GetPaymentKey() string {
 	return ""
 }
 
+type VoidChargeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PaymentKey    string                 `protobuf:"bytes,1,opt,name=payment_key,json=paymentKey,proto3" json:"payment_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VoidChargeRequest) Reset() {
+	*x = VoidChargeRequest{}
+	mi := &file_payments_v1_payments_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VoidChargeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VoidChargeRequest) ProtoMessage() {}
+
+func (x *VoidChargeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_payments_v1_payments_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VoidChargeRequest.ProtoReflect.Descriptor instead.
+func (*VoidChargeRequest) Descriptor() ([]byte, []int) {
+	return file_payments_v1_payments_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *VoidChargeRequest) GetPaymentKey() string {
+	if x != nil {
+		return x.PaymentKey
+	}
+	return ""
+}
+
 var File_payments_v1_payments_proto protoreflect.FileDescriptor
 
 const file_payments_v1_payments_proto_rawDesc = "" +
@@ -244,10 +290,15 @@ const file_payments_v1_payments_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\tR\x06status\"3\n" +
 	"\x10GetChargeRequest\x12\x1f\n" +
 	"\vpayment_key\x18\x01 \x01(\tR\n" +
-	"paymentKey2\xb3\x01\n" +
+	"paymentKey\"4\n" +
+	"\x11VoidChargeRequest\x12\x1f\n" +
+	"\vpayment_key\x18\x01 \x01(\tR\n" +
+	"paymentKey2\x86\x02\n" +
 	"\x0fPaymentsService\x12O\n" +
 	"\fCreateCharge\x12\".mercado.payments.v1.ChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12O\n" +
-	"\tGetCharge\x12%.mercado.payments.v1.GetChargeRequest\x1a\x1b.mercado.payments.v1.ChargeB=Z;github.com/mercado-lab/mercado/proto/payments/v1;paymentsv1b\x06proto3"
+	"\tGetCharge\x12%.mercado.payments.v1.GetChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12Q\n" +
+	"\n" +
+	"VoidCharge\x12&.mercado.payments.v1.VoidChargeRequest\x1a\x1b.mercado.payments.v1.ChargeB=Z;github.com/mercado-lab/mercado/proto/payments/v1;paymentsv1b\x06proto3"
 
 var (
 	file_payments_v1_payments_proto_rawDescOnce sync.Once
@@ -261,19 +312,22 @@ func file_payments_v1_payments_proto_rawDescGZIP() []byte {
 	return file_payments_v1_payments_proto_rawDescData
 }
 
-var file_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_payments_v1_payments_proto_goTypes = []any{
-	(*ChargeRequest)(nil),    // 0: mercado.payments.v1.ChargeRequest
-	(*Charge)(nil),           // 1: mercado.payments.v1.Charge
-	(*GetChargeRequest)(nil), // 2: mercado.payments.v1.GetChargeRequest
+	(*ChargeRequest)(nil),     // 0: mercado.payments.v1.ChargeRequest
+	(*Charge)(nil),            // 1: mercado.payments.v1.Charge
+	(*GetChargeRequest)(nil),  // 2: mercado.payments.v1.GetChargeRequest
+	(*VoidChargeRequest)(nil), // 3: mercado.payments.v1.VoidChargeRequest
 }
 var file_payments_v1_payments_proto_depIdxs = []int32{
 	0, // 0: mercado.payments.v1.PaymentsService.CreateCharge:input_type -> mercado.payments.v1.ChargeRequest
 	2, // 1: mercado.payments.v1.PaymentsService.GetCharge:input_type -> mercado.payments.v1.GetChargeRequest
-	1, // 2: mercado.payments.v1.PaymentsService.CreateCharge:output_type -> mercado.payments.v1.Charge
-	1, // 3: mercado.payments.v1.PaymentsService.GetCharge:output_type -> mercado.payments.v1.Charge
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
+	3, // 2: mercado.payments.v1.PaymentsService.VoidCharge:input_type -> mercado.payments.v1.VoidChargeRequest
+	1, // 3: mercado.payments.v1.PaymentsService.CreateCharge:output_type -> mercado.payments.v1.Charge
+	1, // 4: mercado.payments.v1.PaymentsService.GetCharge:output_type -> mercado.payments.v1.Charge
+	1, // 5: mercado.payments.v1.PaymentsService.VoidCharge:output_type -> mercado.payments.v1.Charge
+	3, // [3:6] is the sub-list for method output_type
+	0, // [0:3] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
@@ -290,7 +344,7 @@ func file_payments_v1_payments_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_payments_v1_payments_proto_rawDesc), len(file_payments_v1_payments_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	PaymentsService_CreateCharge_FullMethodName = "/mercado.payments.v1.PaymentsService/CreateCharge"
 	PaymentsService_GetCharge_FullMethodName    = "/mercado.payments.v1.PaymentsService/GetCharge"
+	PaymentsService_VoidCharge_FullMethodName   = "/mercado.payments.v1.PaymentsService/VoidCharge"
 )
 
 // PaymentsServiceClient is the client API for PaymentsService service.
@@ -34,6 +35,10 @@ type PaymentsServiceClient interface {
 	// same key returns the first charge instead of charging again.
 	CreateCharge(ctx context.Context, in *ChargeRequest, opts ...grpc.CallOption) (*Charge, error)
 	GetCharge(ctx context.Context, in *GetChargeRequest, opts ...grpc.CallOption) (*Charge, error)
+	// VoidCharge settles a payment key that was never charged as failed, so
+	// that a charge attempt still on its way cannot take money later. A key
+	// already charged is returned as it is.
+	VoidCharge(ctx context.Context, in *VoidChargeRequest, opts ...grpc.CallOption) (*Charge, error)
 }
 
 type paymentsServiceClient struct {
@@ -64,6 +69,16 @@ func (c *paymentsServiceClient) GetCharge(ctx context.Context, in *GetChargeRequ
 	return out, nil
 }
 
+func (c *paymentsServiceClient) VoidCharge(ctx context.Context, in *VoidChargeRequest, opts ...grpc.CallOption) (*Charge, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Charge)
+	err := c.cc.Invoke(ctx, PaymentsService_VoidCharge_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PaymentsServiceServer is the server API for PaymentsService service.
 // All implementations must embed UnimplementedPaymentsServiceServer
 // for forward compatibility.
@@ -72,6 +87,10 @@ type PaymentsServiceServer interface {
 	// same key returns the first charge instead of charging again.
 	CreateCharge(context.Context, *ChargeRequest) (*Charge, error)
 	GetCharge(context.Context, *GetChargeRequest) (*Charge, error)
+	// VoidCharge settles a payment key that was never charged as failed, so
+	// that a charge attempt still on its way cannot take money later. A key
+	// already charged is returned as it is.
+	VoidCharge(context.Context, *VoidChargeRequest) (*Charge, error)
 	mustEmbedUnimplementedPaymentsServiceServer()
 }
 
@@ -87,6 +106,9 @@ func (UnimplementedPaymentsServiceServer) CreateCharge(context.Context, *ChargeR
 }
 func (UnimplementedPaymentsServiceServer) GetCharge(context.Context, *GetChargeRequest) (*Charge, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetCharge not implemented")
+}
+func (UnimplementedPaymentsServiceServer) VoidCharge(context.Context, *VoidChargeRequest) (*Charge, error) {
+	return nil, status.Error(codes.Unimplemented, "method VoidCharge not implemented")
 }
 func (UnimplementedPaymentsServiceServer) mustEmbedUnimplementedPaymentsServiceServer() {}
 func (UnimplementedPaymentsServiceServer) testEmbeddedByValue()                         {}
@@ -145,6 +167,24 @@ func _PaymentsService_GetCharge_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PaymentsService_VoidCharge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VoidChargeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PaymentsServiceServer).VoidCharge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PaymentsService_VoidCharge_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PaymentsServiceServer).VoidCharge(ctx, req.(*VoidChargeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PaymentsService_ServiceDesc is the grpc.ServiceDesc for PaymentsService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -159,6 +199,10 @@ var PaymentsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetCharge",
 			Handler:    _PaymentsService_GetCharge_Handler,
+		},
+		{
+			MethodName: "VoidCharge",
+			Handler:    _PaymentsService_VoidCharge_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

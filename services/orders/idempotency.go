@@ -1,0 +1,152 @@
+package orders
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mercado-lab/mercado/internal/apperr"
+)
+
+// The Idempotency-Key contract (IETF httpapi draft), kept by orders:
+//
+//   - the first request with a key claims it, atomically, with a hash of
+//     the request and a lease;
+//   - a request with the same key while the first is in flight is told
+//     so (409 at the edge);
+//   - a request with the same key and a different body is refused (422);
+//   - once the first request has an answer, every later one with the same
+//     key and body gets that answer back, and nothing is done again;
+//   - a claim whose holder failed before doing anything is released, so a
+//     retry may try afresh; one whose holder vanished expires with its
+//     lease, and the next request takes it over.
+
+// Keys keeps idempotency keys.
+type Keys interface {
+	// Claim takes key for a request whose hash is hash, until leaseUntil.
+	// When the key is unknown, or its holder's lease ran out before now
+	// without an answer, the key is taken and claimed is true. Otherwise
+	// the stored record is returned.
+	Claim(ctx context.Context, key, hash string, now, leaseUntil time.Time) (rec KeyRecord, claimed bool, err error)
+	// Complete stores the answer to the request holding key.
+	Complete(ctx context.Context, key string, response []byte) error
+	// Release gives up a claim, so that the next request may take it.
+	Release(ctx context.Context, key string) error
+	// Reap deletes up to limit keys created before cutoff, and says how
+	// many it deleted.
+	Reap(ctx context.Context, cutoff time.Time, limit int) (int, error)
+}
+
+// KeyRecord is a stored idempotency key.
+type KeyRecord struct {
+	Key         string
+	RequestHash string
+	// Completed reports that Response holds the answer.
+	Completed  bool
+	Response   []byte
+	LeaseUntil time.Time
+	CreatedAt  time.Time
+}
+
+// Idempotency timings: a lease longer than any budget the edge allows, so
+// a live request never loses its key; keys kept a day, as the draft asks.
+const (
+	KeyLease     = 30 * time.Second
+	KeyRetention = 24 * time.Hour
+)
+
+// ReasonKeyReused is the ErrorInfo reason of a key reused with another
+// request.
+const ReasonKeyReused = "IDEMPOTENCY_KEY_REUSED"
+
+var (
+	errKeyInFlight = &apperr.Error{Code: apperr.Conflict, Message: "a request with this Idempotency-Key is still in flight; retry later"}
+	errKeyReused   = &apperr.Error{Code: apperr.Invalid, Message: "this Idempotency-Key was used with a different request"}
+)
+
+// keyStatus is the gRPC status of an idempotency refusal, if err is one.
+func keyStatus(err error) (*status.Status, bool) {
+	switch {
+	case errors.Is(err, errKeyInFlight):
+		return status.New(codes.Aborted, errKeyInFlight.Message), true
+	case errors.Is(err, errKeyReused):
+		st, derr := status.New(codes.FailedPrecondition, errKeyReused.Message).
+			WithDetails(&errdetails.ErrorInfo{Reason: ReasonKeyReused, Domain: "mercado"})
+		if derr != nil {
+			return status.New(codes.FailedPrecondition, errKeyReused.Message), true
+		}
+		return st, true
+	}
+	return nil, false
+}
+
+// Hash is a digest of what the request asks for, to tell a retry from a
+// different request reusing its key.
+func (r PlaceRequest) Hash() string {
+	b, _ := json.Marshal(struct {
+		Customer string
+		Items    []Item
+		Address  string
+	}{r.Customer, r.Items, r.Address})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// placeOnce runs a checkout under its idempotency key.
+func (s *Service) placeOnce(ctx context.Context, req PlaceRequest) (Order, error) {
+	hash, now := req.Hash(), s.now()
+	rec, claimed, err := s.keys.Claim(ctx, req.IdempotencyKey, hash, now, now.Add(KeyLease))
+	if err != nil {
+		return Order{}, err
+	}
+	if !claimed {
+		switch {
+		case rec.RequestHash != hash:
+			return Order{}, errKeyReused
+		case !rec.Completed:
+			return Order{}, errKeyInFlight
+		}
+		var o Order
+		if err := json.Unmarshal(rec.Response, &o); err != nil {
+			return Order{}, fmt.Errorf("replaying key %q: %w", req.IdempotencyKey, err)
+		}
+		return o, nil
+	}
+
+	o, err := s.place(ctx, req)
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	if err != nil {
+		// Nothing was charged: the order failed and its stock is back.
+		// Let the client's retry try again.
+		if rerr := s.keys.Release(bctx, req.IdempotencyKey); rerr != nil {
+			s.log.Error("releasing an idempotency key", "key", req.IdempotencyKey, "err", rerr)
+		}
+		return o, err
+	}
+	answer, _ := json.Marshal(o)
+	if cerr := s.keys.Complete(bctx, req.IdempotencyKey, answer); cerr != nil {
+		s.log.Error("storing the answer of an idempotency key", "key", req.IdempotencyKey, "err", cerr)
+	}
+	return o, nil
+}
+
+// ReapKeys deletes keys older than the retention, in batches.
+func (s *Service) ReapKeys(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := s.keys.Reap(ctx, s.now().Add(-KeyRetention), 500)
+		total += n
+		if err != nil || n < 500 {
+			return total, err
+		}
+	}
+}

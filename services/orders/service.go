@@ -1,0 +1,167 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/mercado-lab/mercado/internal/apperr"
+	"github.com/mercado-lab/mercado/internal/mode"
+)
+
+// Service is the orders use cases.
+type Service struct {
+	store    Store
+	keys     Keys
+	catalog  Catalog
+	payments Payments
+	shipping Shipping
+	settings *mode.Live
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+// Deps are what the Service needs.
+type Deps struct {
+	Store    Store
+	Keys     Keys
+	Catalog  Catalog
+	Payments Payments
+	Shipping Shipping
+	Settings *mode.Live
+	Log      *slog.Logger
+}
+
+// NewService returns a Service; every dependency is required.
+func NewService(d Deps) (*Service, error) {
+	if d.Store == nil || d.Keys == nil || d.Catalog == nil || d.Payments == nil || d.Shipping == nil || d.Settings == nil || d.Log == nil {
+		return nil, errors.New("orders: store, keys, catalog, payments, shipping, settings and log are required")
+	}
+	return &Service{store: d.Store, keys: d.Keys, catalog: d.Catalog, payments: d.Payments,
+		shipping: d.Shipping, settings: d.Settings, log: d.Log, now: time.Now}, nil
+}
+
+// bookkeepingTimeout bounds writes that must outlive the request (marking
+// an order failed, releasing its stock) once the request's own budget is
+// gone.
+const bookkeepingTimeout = 2 * time.Second
+
+// bookkeeping returns a context for writes that must land even when the
+// request's budget is gone: the request's values without its deadline or
+// cancellation, bounded by a timeout of its own.
+func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+}
+
+// PlaceOrder runs a checkout. With idempotency on and a key given, the key
+// is claimed first: a retry of a completed checkout gets the stored answer
+// back, and nothing is done twice (see idempotency.go).
+func (s *Service) PlaceOrder(ctx context.Context, req PlaceRequest) (Order, error) {
+	if err := req.Validate(); err != nil {
+		return Order{}, err
+	}
+	if req.IdempotencyKey == "" || !s.settings.Load().Mechanisms.Idempotency {
+		return s.place(ctx, req)
+	}
+	return s.placeOnce(ctx, req)
+}
+
+// place runs the chain: reserve stock, charge, ship.
+//
+//   - A failure before the charge fails the order and releases its stock.
+//   - A charge whose outcome is unknown — it timed out, or payments could
+//     not be reached — leaves the order payment_pending; the reconciler
+//     settles it by asking payments under the same key. Nothing mints a
+//     second key for the order.
+//   - A shipping failure after the charge confirms the order with its
+//     shipment pending; the outbox books it later. Shipping is off the
+//     critical path once the money is taken.
+func (s *Service) place(ctx context.Context, req PlaceRequest) (Order, error) {
+	now := s.now()
+	o := Order{
+		ID: newID("ord"), Status: StatusPending, Customer: req.Customer,
+		Items: req.Items, Address: req.Address, RequestID: req.RequestID, CreatedAt: now, UpdatedAt: now,
+	}
+	o.PaymentKey = "pay_" + o.ID
+	if err := s.store.Create(ctx, o); err != nil {
+		return Order{}, err
+	}
+
+	res, err := s.catalog.Reserve(ctx, o.ID, o.Items)
+	if err != nil {
+		return s.fail(ctx, o, apperr.FromGRPC(err, "reserving stock"))
+	}
+	o.ReservationID, o.Items, o.TotalCents = res.ID, res.Items, res.TotalCents
+
+	ch, err := s.payments.Charge(ctx, o)
+	switch {
+	case unknownOutcome(err) || (err == nil && ch.Status == "pending"):
+		o.Status = StatusPaymentPending
+		return s.save(ctx, o)
+	case err != nil:
+		return s.fail(ctx, o, apperr.FromGRPC(err, "charging"))
+	case ch.Status != "succeeded":
+		return s.fail(ctx, o, apperr.New(apperr.Conflict, "charging: the payment was declined"))
+	}
+	o.ChargeID = ch.ID
+	return s.ship(ctx, o)
+}
+
+// ship books the shipment of a charged order and confirms it; when
+// shipping fails, the order is confirmed with its shipment pending.
+func (s *Service) ship(ctx context.Context, o Order) (Order, error) {
+	o.Status, o.ShipmentStatus = StatusConfirmed, ShipmentPending
+	if id, err := s.shipping.Ship(ctx, o); err == nil {
+		o.ShipmentID, o.ShipmentStatus = id, ShipmentBooked
+	}
+	return s.save(ctx, o)
+}
+
+// save records o, whatever is left of the request's budget.
+func (s *Service) save(ctx context.Context, o Order) (Order, error) {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	o.UpdatedAt = s.now()
+	if err := s.store.Update(bctx, o); err != nil {
+		return Order{}, err
+	}
+	return o, nil
+}
+
+// unknownOutcome reports whether a charge attempt may or may not have
+// taken the money: it timed out, or never got an answer.
+func unknownOutcome(err error) bool {
+	switch apperr.GRPCCode(err) {
+	case codes.DeadlineExceeded, codes.Unavailable, codes.Canceled:
+		return true
+	}
+	return false
+}
+
+// fail records o as failed because of cause and gives its stock back.
+func (s *Service) fail(ctx context.Context, o Order, cause error) (Order, error) {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	o.Status, o.Failure, o.UpdatedAt = StatusFailed, cause.Error(), s.now()
+	if o.ReservationID != "" {
+		if err := s.catalog.Release(bctx, o.ReservationID); err != nil {
+			s.log.Error("releasing stock of a failed order", "order_id", o.ID, "reservation_id", o.ReservationID, "err", err)
+		}
+	}
+	if err := s.store.Update(bctx, o); err != nil {
+		s.log.Error("recording a failed order", "order_id", o.ID, "err", err)
+	}
+	return o, &orderError{id: o.ID, err: cause}
+}
+
+// orderError is a failed checkout: which order, and why.
+type orderError struct {
+	id  string
+	err error
+}
+
+func (e *orderError) Error() string { return "order " + e.id + ": " + e.err.Error() }
+func (e *orderError) Unwrap() error { return e.err }
