@@ -22,6 +22,10 @@ Labs:
   lesson7    lesson 7's chain: a 1200 ms deadline; catalog takes 280 ms,
              payments 760 ms, shipping is degraded. Naive ends over the
              deadline; budgeted clips shipping and ends within it.
+  waterfall  the 800 ms create-order: the gateway works 100 ms, orders keeps
+             80 ms for its answer, catalog takes 290 of its 300 ms, payment
+             gets min(400, 330), times out, and the client gets 202
+             processing at about 800 ms; the reconciler settles the order.
   isolation  Drill 76: shipping's carrier hangs under an open-loop stream of
              checkouts while browsers keep browsing. Naive fills its shared
              pool and browsing goes dark; budgeted keeps it green.
@@ -39,6 +43,8 @@ func runLab(ctx context.Context, args []string, getenv func(string) string, stdo
 		return runLesson7(ctx, args, getenv, stdout, stderr)
 	case "isolation":
 		return runIsolation(ctx, args, getenv, stdout, stderr)
+	case "waterfall":
+		return runWaterfall(ctx, args, getenv, stdout, stderr)
 	}
 	fmt.Fprint(stderr, labUsage)
 	return usagef("lab: unknown lab %q", name)
@@ -127,5 +133,45 @@ func runIsolation(ctx context.Context, args []string, getenv func(string) string
 		return res.WriteJSON(stdout)
 	}
 	res.WriteTable(stdout)
+	return nil
+}
+
+func runWaterfall(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := lab.DefaultWaterfall()
+	fs := flag.NewFlagSet("mercado lab waterfall", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, labUsage)
+		fs.PrintDefaults()
+	}
+	asJSON := fs.Bool("json", false, "print the measured results as JSON")
+	fs.DurationVar(&cfg.Budget, "budget", cfg.Budget, "the client's budget for creating the order")
+	fs.DurationVar(&cfg.GatewayWork, "gateway-work", cfg.GatewayWork, "the gateway's own work before calling orders")
+	fs.DurationVar(&cfg.Reserve, "reserve", cfg.Reserve, "what orders keeps back from every call for its answer")
+	fs.DurationVar(&cfg.Cleanup, "cleanup", cfg.Cleanup, "how long orders' final write takes")
+	fs.DurationVar(&cfg.CatalogCap, "catalog-cap", cfg.CatalogCap, "inventory (catalog) call's own cap")
+	fs.DurationVar(&cfg.CatalogLatency, "catalog-latency", cfg.CatalogLatency, "how long catalog takes")
+	fs.DurationVar(&cfg.PaymentsCap, "payments-cap", cfg.PaymentsCap, "payment call's own cap")
+	fs.DurationVar(&cfg.PaymentsLatency, "payments-latency", cfg.PaymentsLatency, "how long the payment provider takes")
+	if err := flagenv.Parse(fs, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("lab waterfall: unexpected argument %q", fs.Arg(0))
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{fmt.Errorf("lab waterfall: %w", err)}
+	}
+	res, err := lab.Waterfall(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return fmt.Errorf("lab waterfall: %w", err)
+	}
+	if *asJSON {
+		return res.WriteJSON(stdout)
+	}
+	res.WriteTable(stdout, cfg)
 	return nil
 }

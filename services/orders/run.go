@@ -43,7 +43,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		Catalog:  catalogClient{catalogv1.NewCatalogServiceClient(cs[0])},
 		Payments: paymentsClient{paymentsv1.NewPaymentsServiceClient(cs[1])},
 		Shipping: shippingClient{shippingv1.NewShippingServiceClient(cs[2])},
-		Settings: kit.Settings, Log: kit.Log,
+		Settings: kit.Settings, Log: kit.Log, Work: kit.Faults,
 	})
 	if err != nil {
 		cs.Close()
