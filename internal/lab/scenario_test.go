@@ -1,0 +1,100 @@
+package lab
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/mercado-lab/mercado/loadtest"
+)
+
+// TestScenarioRunsEveryModeAndPhase runs a small scenario end to end: the
+// shop is switched per mode through the admin API, each phase's faults are
+// applied, and the results carry summaries, series, phases and the
+// services' own figures.
+func TestScenarioRunsEveryModeAndPhase(t *testing.T) {
+	sc, err := loadtest.ParseScenario([]byte(`
+name: tiny
+description: a test
+deadline: 1s
+patience: 1s
+classes:
+  checkout: {rate: 20}
+  browse: {rate: 10}
+  status: {rate: 5}
+phases:
+  - name: calm
+    duration: 2s
+  - name: shipping hangs
+    duration: 2s
+    faults:
+      shipping: "CreateShipment:hang=2s"
+shop:
+  workers: 50
+  breaker_open: 1s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Scenario(context.Background(), sc, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Modes) != 2 || res.Modes[0].Mode != "naive" || res.Modes[1].Mode != "budgeted" {
+		t.Fatalf("modes = %+v", res.Modes)
+	}
+	for _, m := range res.Modes {
+		if len(m.Phases) != 2 || m.Phases[0].Faulty || !m.Phases[1].Faulty {
+			t.Errorf("%s phases = %+v", m.Mode, m.Phases)
+		}
+		if len(m.Classes) != 3 {
+			t.Errorf("%s classes = %+v", m.Mode, m.Classes)
+		}
+		for _, c := range m.Classes {
+			if c.Requests == 0 {
+				t.Errorf("%s %s: no requests", m.Mode, c.Class)
+			}
+		}
+		if len(m.Series["checkout"]) < 3 {
+			t.Errorf("%s checkout series has %d seconds", m.Mode, len(m.Series["checkout"]))
+		}
+		if m.Server.Amplification["shipping"] == 0 {
+			t.Errorf("%s: shipping saw no calls: %+v", m.Mode, m.Server)
+		}
+	}
+	// The shop really switched: only budgeted has breakers to open, and
+	// only naive works past the client's deadline.
+	b := res.Modes[1]
+	if b.Server.BreakerOpens < 1 || b.Server.LateWorkSeconds != 0 {
+		t.Errorf("budgeted server figures %+v, want a breaker open and no late work", b.Server)
+	}
+	if n := res.Modes[0]; n.Server.LateWorkSeconds == 0 {
+		t.Errorf("naive server figures %+v, want late work", n.Server)
+	}
+	var browse loadtest.Summary
+	for _, c := range b.Classes {
+		if c.Class == "browse" {
+			browse = c
+		}
+	}
+	if browse.SuccessRatio < 0.9 {
+		t.Errorf("budgeted browse success %.2f", browse.SuccessRatio)
+	}
+}
+
+func TestBuiltinScenariosParse(t *testing.T) {
+	names := loadtest.Builtin()
+	if len(names) < 5 {
+		t.Fatalf("built-in scenarios: %v", names)
+	}
+	for _, n := range names {
+		sc, err := loadtest.LoadScenario(n)
+		if err != nil {
+			t.Errorf("%s: %v", n, err)
+			continue
+		}
+		if q := sc.Quick(); q.Length() >= sc.Length() && sc.Length() > 5e9 {
+			t.Errorf("%s: --quick did not shorten it", n)
+		}
+	}
+}

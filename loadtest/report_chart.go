@@ -1,0 +1,313 @@
+package loadtest
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// lineChart is one time chart of the HTML report, drawn as inline SVG by
+// the few lines of Go below rather than by a charting library: axes with
+// units, a legend, shaded fault windows and one polyline per series.
+type lineChart struct {
+	// Title is the chart's accessible name (the SVG <title>).
+	Title          string
+	XLabel, YLabel string
+	Series         []chartSeries
+	// Shade are x ranges drawn as grey bands: the fault windows.
+	Shade []chartBand
+	// XMax is the end of the x axis; the data's end when larger.
+	XMax float64
+	// YMin and YMax fix the y axis; when both are zero it runs from 0 to a
+	// round number above the data.
+	YMin, YMax float64
+	// YTicks, when set, replace the numeric y ticks (named levels such as
+	// a breaker's states).
+	YTicks []chartTick
+}
+
+// chartSeries is one line. A NaN y leaves a gap (no data that second).
+type chartSeries struct {
+	Name   string
+	Colour string
+	// Dash is an SVG stroke-dasharray; "" draws a solid line.
+	Dash string
+	// Thin draws a light reference line (offered load) rather than a
+	// measured series.
+	Thin   bool
+	Points []chartPoint
+}
+
+type chartPoint struct{ X, Y float64 }
+
+type chartBand struct {
+	From, To float64
+	Label    string
+}
+
+type chartTick struct {
+	At    float64
+	Label string
+}
+
+// palette is Okabe and Ito's colour-blind-safe set, less its yellow, which
+// vanishes on white on a projector. Each series also gets its own dash
+// pattern, so lines stay apart in greyscale too.
+var (
+	palette = []string{"#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"}
+	dashes  = []string{"", "14 7", "4 6", "18 6 4 6"}
+)
+
+func seriesStyle(i int) (colour, dash string) {
+	return palette[i%len(palette)], dashes[i%len(dashes)]
+}
+
+// Geometry, in SVG user units; the SVG scales to the page's width, so the
+// fonts are sized for a 1200-unit-wide chart seen from the back of a room.
+const (
+	chartW        = 1200.0
+	chartPlotH    = 380.0
+	chartFont     = 22.0
+	chartCharW    = 0.6 * chartFont // a sans-serif character, roughly
+	chartRightPad = 40.0
+	chartBottom   = 86.0
+	legendRowH    = 36.0
+	legendSwatch  = 48.0
+)
+
+// svg draws the chart. Every string from the results passes through
+// esc, so the result is safe to place in the page as it is.
+func (c lineChart) svg() template.HTML {
+	xmax := c.XMax
+	ymin, ymax := c.YMin, c.YMax
+	auto := ymin == 0 && ymax == 0
+	for _, s := range c.Series {
+		for _, p := range s.Points {
+			if finite(p.X) {
+				xmax = max(xmax, p.X)
+			}
+			if auto && finite(p.Y) {
+				ymax = max(ymax, p.Y)
+			}
+		}
+	}
+	for _, b := range c.Shade {
+		if finite(b.To) {
+			xmax = max(xmax, b.To)
+		}
+	}
+	if !(xmax > 0) {
+		xmax = 1
+	}
+	yticks := c.YTicks
+	if auto {
+		var step float64
+		ymax, step = niceMax(ymax, 5)
+		yticks = numericTicks(0, ymax, step)
+	}
+	if !(ymax > ymin) {
+		ymax = ymin + 1
+	}
+	xEnd, xStep := niceMax(xmax, 10)
+
+	// The left margin fits the widest y tick label and the rotated axis
+	// label; the top margin fits the legend's rows.
+	widest := 0
+	for _, t := range yticks {
+		widest = max(widest, len([]rune(t.Label)))
+	}
+	left := 2*chartFont + float64(widest)*chartCharW + 20
+	legend := c.legendRows(chartW - left - chartRightPad)
+	top := 24 + float64(len(legend))*legendRowH + 16
+	plotW := chartW - left - chartRightPad
+	height := top + chartPlotH + chartBottom
+
+	x := func(v float64) float64 { return left + v/xEnd*plotW }
+	y := func(v float64) float64 { return top + (1-(v-ymin)/(ymax-ymin))*chartPlotH }
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %s %s" width="100%%" role="img" font-family="system-ui, sans-serif" font-size="%s">`,
+		num(chartW), num(height), num(chartFont))
+	fmt.Fprintf(&b, `<title>%s</title>`, esc(c.Title))
+
+	// Fault windows first, under everything else.
+	for _, band := range c.Shade {
+		from, to := max(band.From, 0), min(band.To, xEnd)
+		if !(to > from) {
+			continue
+		}
+		fmt.Fprintf(&b, `<rect class="fault" x="%s" y="%s" width="%s" height="%s" fill="#000000" fill-opacity="0.10"/>`,
+			num(x(from)), num(top), num(x(to)-x(from)), num(chartPlotH))
+		fmt.Fprintf(&b, `<text x="%s" y="%s" fill="#333333" font-size="%s" font-style="italic">%s</text>`,
+			num(x(from)+6), num(top+chartFont+2), num(chartFont*0.9), esc(band.Label))
+	}
+
+	// Grid and y ticks.
+	for _, t := range yticks {
+		if t.At < ymin || t.At > ymax {
+			continue
+		}
+		fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#cccccc" stroke-width="1"/>`,
+			num(left), num(y(t.At)), num(left+plotW), num(y(t.At)))
+		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="end" dominant-baseline="middle">%s</text>`,
+			num(left-10), num(y(t.At)), esc(t.Label))
+	}
+	// X ticks.
+	for _, t := range numericTicks(0, xEnd, xStep) {
+		fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#333333" stroke-width="2"/>`,
+			num(x(t.At)), num(top+chartPlotH), num(x(t.At)), num(top+chartPlotH+8))
+		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`,
+			num(x(t.At)), num(top+chartPlotH+8+chartFont), esc(t.Label))
+	}
+	// Axes.
+	fmt.Fprintf(&b, `<path d="M%s %sV%sH%s" fill="none" stroke="#333333" stroke-width="2"/>`,
+		num(left), num(top), num(top+chartPlotH), num(left+plotW))
+	fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`,
+		num(left+plotW/2), num(height-14), esc(c.XLabel))
+	fmt.Fprintf(&b, `<text transform="translate(%s %s) rotate(-90)" text-anchor="middle">%s</text>`,
+		num(chartFont+4), num(top+chartPlotH/2), esc(c.YLabel))
+
+	// Series, reference lines under measured ones.
+	drawn := false
+	for _, thin := range []bool{true, false} {
+		for _, s := range c.Series {
+			if s.Thin != thin {
+				continue
+			}
+			for _, seg := range segments(s.Points) {
+				drawn = true
+				if len(seg) == 1 {
+					fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="5" fill="%s"/>`, num(x(seg[0].X)), num(y(seg[0].Y)), s.Colour)
+					continue
+				}
+				pts := make([]string, len(seg))
+				for i, p := range seg {
+					pts[i] = num(x(p.X)) + "," + num(y(p.Y))
+				}
+				fmt.Fprintf(&b, `<polyline points="%s" fill="none" %s/>`, strings.Join(pts, " "), stroke(s))
+			}
+		}
+	}
+	if !drawn {
+		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle" fill="#555555">no data</text>`,
+			num(left+plotW/2), num(top+chartPlotH/2))
+	}
+
+	// Legend.
+	for row, items := range legend {
+		lx := left
+		ly := 24 + float64(row)*legendRowH + legendRowH/2
+		for _, i := range items {
+			s := c.Series[i]
+			fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" %s/>`,
+				num(lx), num(ly), num(lx+legendSwatch), num(ly), stroke(s))
+			fmt.Fprintf(&b, `<text x="%s" y="%s" dominant-baseline="middle">%s</text>`,
+				num(lx+legendSwatch+8), num(ly), esc(s.Name))
+			lx += legendItemW(s.Name)
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()) // every outside string went through esc
+}
+
+// legendRows lays the legend's items (indexes into Series) into rows no
+// wider than width.
+func (c lineChart) legendRows(width float64) [][]int {
+	var rows [][]int
+	used := 0.0
+	for i, s := range c.Series {
+		w := legendItemW(s.Name)
+		if len(rows) == 0 || used > 0 && used+w > width {
+			rows = append(rows, nil)
+			used = 0
+		}
+		rows[len(rows)-1] = append(rows[len(rows)-1], i)
+		used += w
+	}
+	return rows
+}
+
+func legendItemW(name string) float64 {
+	return legendSwatch + 8 + float64(len([]rune(name)))*chartCharW + 32
+}
+
+func stroke(s chartSeries) string {
+	width := "4"
+	if s.Thin {
+		width = "2"
+	}
+	out := `stroke="` + s.Colour + `" stroke-width="` + width + `" stroke-linejoin="round"`
+	if s.Dash != "" {
+		out += ` stroke-dasharray="` + s.Dash + `"`
+	}
+	return out
+}
+
+// segments splits points at NaN or infinite values.
+func segments(pts []chartPoint) [][]chartPoint {
+	var out [][]chartPoint
+	var cur []chartPoint
+	for _, p := range pts {
+		if !finite(p.X) || !finite(p.Y) {
+			if len(cur) > 0 {
+				out = append(out, cur)
+			}
+			cur = nil
+			continue
+		}
+		cur = append(cur, p)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// niceMax rounds v up to a multiple of a round step (1, 2 or 5 times a
+// power of ten) that cuts [0, v] into about n parts.
+func niceMax(v float64, n int) (top, step float64) {
+	if !(v > 0) || !finite(v) {
+		return 1, 1.0 / float64(n)
+	}
+	raw := v / float64(n)
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step = 10 * mag
+	for _, m := range []float64{1, 2, 5} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	return math.Ceil(v/step-1e-9) * step, step
+}
+
+func numericTicks(from, to, step float64) []chartTick {
+	if !(step > 0) {
+		return nil
+	}
+	decimals := 0
+	if step < 1 {
+		decimals = int(math.Ceil(-math.Log10(step) - 1e-9))
+	}
+	var out []chartTick
+	for i := 0; ; i++ {
+		v := from + float64(i)*step
+		if v > to+step/1e6 {
+			break
+		}
+		out = append(out, chartTick{At: v, Label: strconv.FormatFloat(v, 'f', decimals, 64)})
+	}
+	return out
+}
+
+// num prints a coordinate: two decimals at most, so output is stable and
+// small.
+func num(v float64) string {
+	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
+}
+
+func esc(s string) string { return template.HTMLEscapeString(s) }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -1,0 +1,318 @@
+package loadtest
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// WriteTable prints the run as a terminal table: per class, then the
+// servers' own figures, one column per mode and the ratio of the
+// budgeted mode to the naive one. A mode whose run is invalid is marked
+// INVALID with its reason above the table and in its column's heading:
+// its figures measure the generator as much as the shop.
+func WriteTable(w io.Writer, r Results) {
+	c := compare(r)
+	fmt.Fprintf(w, "Scenario: %s\n", oneLine(r.Scenario))
+	if d := strings.TrimSpace(r.Description); d != "" {
+		for l := range strings.Lines(d) {
+			fmt.Fprintf(w, "  %s\n", strings.TrimRight(l, "\r\n"))
+		}
+	}
+	if r.StartedAt != "" {
+		fmt.Fprintf(w, "Started:  %s\n", oneLine(r.StartedAt))
+	}
+	fmt.Fprintln(w)
+	if len(c.Modes) == 0 {
+		fmt.Fprintln(w, "no modes ran")
+		return
+	}
+	invalid := false
+	for _, m := range c.Modes {
+		if !m.Valid {
+			invalid = true
+			fmt.Fprintf(w, "!!! %s run INVALID: %s\n", oneLine(m.Mode), invalidReason(m))
+		}
+	}
+	if invalid {
+		fmt.Fprintln(w)
+	}
+
+	head := []string{""}
+	for _, m := range c.Modes {
+		h := oneLine(m.Mode)
+		if !m.Valid {
+			h += " (INVALID)"
+		}
+		head = append(head, h)
+	}
+	if c.RatioHead != "" {
+		head = append(head, c.RatioHead)
+	}
+	lines := [][]string{head}
+	sections := append(slices.Clone(c.Classes), c.Server)
+	starts := map[int]bool{} // lines that open a section
+	for _, s := range sections {
+		starts[len(lines)] = true
+		lines = append(lines, []string{oneLine(s.Title)})
+		for _, row := range s.Rows {
+			if !row.Brief {
+				continue
+			}
+			l := append([]string{"  " + row.Label}, row.Cells...)
+			if c.RatioHead != "" {
+				l = append(l, row.Ratio)
+			}
+			lines = append(lines, l)
+		}
+	}
+
+	widths := make([]int, len(head))
+	for i, l := range lines {
+		if starts[i] {
+			continue
+		}
+		for j, cell := range l {
+			widths[j] = max(widths[j], utf8.RuneCountInString(cell))
+		}
+	}
+	for i, l := range lines {
+		if starts[i] {
+			fmt.Fprintln(w, l[0])
+			continue
+		}
+		var b strings.Builder
+		for j, cell := range l {
+			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(cell))
+			if j == 0 {
+				b.WriteString(cell + pad)
+			} else {
+				b.WriteString("   " + pad + cell)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// comparison is the side-by-side table both writers print: one column
+// per mode, naive first, and the ratio of the second mode to the first
+// when exactly two ran.
+type comparison struct {
+	Modes []ModeResult
+	// RatioHead heads the ratio column ("budgeted/naive"); "" when there
+	// is no ratio column.
+	RatioHead string
+	Classes   []tableSection
+	Server    tableSection
+}
+
+type tableSection struct {
+	Title string
+	Rows  []tableRow
+}
+
+type tableRow struct {
+	Label string
+	Cells []string
+	// Ratio is the second mode's value over the first's, or "-".
+	Ratio string
+	// Verdict is "better" or "worse" for the second mode against the
+	// first, by which way is good for this row; "" when neither is.
+	Verdict string
+	// Brief rows are the ones the terminal table prints too.
+	Brief bool
+}
+
+// Which way a figure should move for the budgeted mode to have helped.
+const (
+	neutral      = 0
+	higherBetter = 1
+	lowerBetter  = -1
+)
+
+// compare builds the comparison: classes in the order the runs listed
+// them, map keys sorted, so the output is the same every time.
+func compare(r Results) comparison {
+	modes := slices.Clone(r.Modes)
+	// The naive run is the baseline every ratio divides by.
+	slices.SortStableFunc(modes, func(a, b ModeResult) int {
+		return boolOrder(a.Mode != "naive") - boolOrder(b.Mode != "naive")
+	})
+	c := comparison{Modes: modes}
+	if len(modes) == 2 {
+		c.RatioHead = oneLine(modes[1].Mode) + "/" + oneLine(modes[0].Mode)
+	}
+
+	for _, class := range classNames(modes) {
+		sums := make([]*Summary, len(modes))
+		for i, m := range modes {
+			for j := range m.Classes {
+				if m.Classes[j].Class == class {
+					sums[i] = &m.Classes[j]
+					break
+				}
+			}
+		}
+		get := func(f func(Summary) float64) []float64 {
+			out := make([]float64, len(sums))
+			for i, s := range sums {
+				out[i] = math.NaN()
+				if s != nil {
+					out[i] = f(*s)
+				}
+			}
+			return out
+		}
+		s := tableSection{Title: class}
+		add := func(label string, brief bool, dir int, format string, f func(Summary) float64) {
+			s.Rows = append(s.Rows, c.row(label, brief, dir, format, get(f)))
+		}
+		add("requests", true, neutral, "%.0f", func(s Summary) float64 { return float64(s.Requests) })
+		add("success (good/requests)", true, higherBetter, "%.1f%%", func(s Summary) float64 { return 100 * s.SuccessRatio })
+		add("goodput (good/s)", true, higherBetter, "%.1f", func(s Summary) float64 { return s.Goodput })
+		add("p50 (ms)", true, lowerBetter, "%.1f", func(s Summary) float64 { return s.P50MS })
+		add("p90 (ms)", false, lowerBetter, "%.1f", func(s Summary) float64 { return s.P90MS })
+		add("p99 (ms)", true, lowerBetter, "%.1f", func(s Summary) float64 { return s.P99MS })
+		add("p99.9 (ms)", false, lowerBetter, "%.1f", func(s Summary) float64 { return s.P999MS })
+		add("max (ms)", true, lowerBetter, "%.1f", func(s Summary) float64 { return s.MaxMS })
+		var kinds []string
+		for _, sum := range sums {
+			if sum != nil {
+				kinds = append(kinds, mapKeys(sum.Failures)...)
+			}
+		}
+		for _, k := range sortedUnique(kinds) {
+			add("failed: "+k, false, lowerBetter, "%.0f", func(s Summary) float64 { return float64(s.Failures[k]) })
+		}
+		c.Classes = append(c.Classes, s)
+	}
+
+	c.Server = tableSection{Title: "server figures"}
+	server := func(label string, dir int, format string, f func(ServerFigures) float64) {
+		v := make([]float64, len(modes))
+		for i, m := range modes {
+			v[i] = f(m.Server)
+		}
+		c.Server.Rows = append(c.Server.Rows, c.row(label, true, dir, format, v))
+	}
+	server("late completions", lowerBetter, "%.0f", func(s ServerFigures) float64 { return s.LateCompletions })
+	server("late work (s)", lowerBetter, "%.2f", func(s ServerFigures) float64 { return s.LateWorkSeconds })
+	var reasons, services []string
+	cpu := false
+	for _, m := range modes {
+		reasons = append(reasons, mapKeys(m.Server.Skipped)...)
+		services = append(services, mapKeys(m.Server.Amplification)...)
+		cpu = cpu || m.Server.CPUSecondsPerGoodCheckout != 0
+	}
+	for _, k := range sortedUnique(reasons) {
+		// Skipping work nobody will wait for is the point of a budget,
+		// so more is not worse.
+		server("skipped: "+k, neutral, "%.0f", func(s ServerFigures) float64 { return s.Skipped[k] })
+	}
+	server("breaker opens", neutral, "%.0f", func(s ServerFigures) float64 { return s.BreakerOpens })
+	server("pool rejections", neutral, "%.0f", func(s ServerFigures) float64 { return s.PoolRejections })
+	for _, k := range sortedUnique(services) {
+		server("amplification: "+k+" (calls/request)", lowerBetter, "%.2f", func(s ServerFigures) float64 { return s.Amplification[k] })
+	}
+	server("retries", lowerBetter, "%.0f", func(s ServerFigures) float64 { return s.Retries })
+	server("duplicate charges", lowerBetter, "%.0f", func(s ServerFigures) float64 { return s.DuplicateCharges })
+	if cpu {
+		server("CPU s per good checkout", lowerBetter, "%.4f", func(s ServerFigures) float64 { return s.CPUSecondsPerGoodCheckout })
+	}
+	return c
+}
+
+// row formats one figure across the modes; NaN means the mode has no
+// such figure and prints as "-".
+func (c comparison) row(label string, brief bool, dir int, format string, v []float64) tableRow {
+	row := tableRow{Label: label, Brief: brief, Ratio: "-"}
+	for _, x := range v {
+		cell := "-"
+		if finite(x) {
+			cell = fmt.Sprintf(format, x)
+		}
+		row.Cells = append(row.Cells, cell)
+	}
+	if c.RatioHead == "" || len(v) != 2 {
+		return row
+	}
+	base, x := v[0], v[1]
+	if !finite(base) || !finite(x) {
+		return row
+	}
+	if base != 0 {
+		row.Ratio = formatRatio(x / base)
+	}
+	// Within 1% is a tie, not a verdict.
+	if d := x - base; dir != neutral && math.Abs(d) > 0.01*max(math.Abs(base), math.Abs(x)) {
+		if (d > 0) == (dir == higherBetter) {
+			row.Verdict = "better"
+		} else {
+			row.Verdict = "worse"
+		}
+	}
+	return row
+}
+
+func formatRatio(q float64) string {
+	switch {
+	case !finite(q):
+		return "-"
+	case q >= 100:
+		return fmt.Sprintf("%.0fx", q)
+	case q >= 10:
+		return fmt.Sprintf("%.1fx", q)
+	}
+	return fmt.Sprintf("%.2fx", q)
+}
+
+// classNames lists the classes of every mode, in the order the runs
+// listed them.
+func classNames(modes []ModeResult) []string {
+	var out []string
+	for _, m := range modes {
+		for _, s := range m.Classes {
+			if !slices.Contains(out, s.Class) {
+				out = append(out, s.Class)
+			}
+		}
+	}
+	return out
+}
+
+func invalidReason(m ModeResult) string {
+	if r := strings.TrimSpace(m.Invalid); r != "" {
+		return oneLine(r)
+	}
+	return "no reason recorded"
+}
+
+// oneLine keeps a name from breaking the terminal table's layout.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedUnique(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

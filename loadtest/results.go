@@ -1,0 +1,71 @@
+package loadtest
+
+// Results is one scenario run: every mode, measured. It is what the
+// results JSON file holds and what the HTML report draws.
+type Results struct {
+	Scenario    string `json:"scenario"`
+	Description string `json:"description"`
+	// StartedAt is RFC 3339.
+	StartedAt string       `json:"started_at"`
+	Modes     []ModeResult `json:"modes"`
+}
+
+// ModeResult is one mode's run of the scenario.
+type ModeResult struct {
+	Mode string `json:"mode"`
+	// Valid is false when the generator fell behind its schedule; Invalid
+	// says why.
+	Valid   bool   `json:"valid"`
+	Invalid string `json:"invalid,omitempty"`
+	// Phases are the scenario's phases with their start and end, in
+	// seconds from the start of this mode's run.
+	Phases []PhaseSpan `json:"phases"`
+	// Classes summarise each traffic class over the whole run.
+	Classes []Summary `json:"classes"`
+	// Series are one-second buckets per class, in order.
+	Series map[string][]Second `json:"series"`
+	// Server are figures read from the services' /metrics.
+	Server ServerFigures `json:"server"`
+	// Gauges are server gauges sampled once a second: "service/pool"
+	// in flight, and "service/dep" breaker state (0 closed, 1 half-open,
+	// 2 open).
+	PoolInFlight map[string][]float64 `json:"pool_in_flight"`
+	BreakerState map[string][]float64 `json:"breaker_state"`
+}
+
+// PhaseSpan is when one phase ran, and the faults it applied.
+type PhaseSpan struct {
+	Name   string  `json:"name"`
+	StartS float64 `json:"start_s"`
+	EndS   float64 `json:"end_s"`
+	// Faulty reports that the phase applied faults (shaded in charts).
+	Faulty bool `json:"faulty"`
+}
+
+// Second is one class's figures over one second of the run.
+type Second struct {
+	// T is the second's start, from the start of the mode's run.
+	T        int     `json:"t"`
+	Requests int     `json:"requests"`
+	Good     int     `json:"good"`
+	P50MS    float64 `json:"p50_ms"`
+	P99MS    float64 `json:"p99_ms"`
+}
+
+// ServerFigures are what the services themselves counted during a run
+// (differences of their counters between the start and the end).
+type ServerFigures struct {
+	LateCompletions float64            `json:"late_completions"`
+	LateWorkSeconds float64            `json:"late_work_seconds"`
+	Skipped         map[string]float64 `json:"skipped"`
+	BreakerOpens    float64            `json:"breaker_opens"`
+	PoolRejections  float64            `json:"pool_rejections"`
+	// Amplification is calls received by each service per user request.
+	Amplification map[string]float64 `json:"amplification"`
+	Retries       float64            `json:"retries"`
+	// DuplicateCharges are charges beyond one per logical checkout.
+	DuplicateCharges float64 `json:"duplicate_charges"`
+	// CPUSecondsPerGoodCheckout is the process's CPU time during the run
+	// divided by checkouts answered well in time (in-process runs only).
+	CPUSecondsPerGoodCheckout float64 `json:"cpu_seconds_per_good_checkout,omitempty"`
+}

@@ -1,0 +1,441 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/telemetry"
+)
+
+// Target is a running shop: its public URL and every service's admin URL.
+type Target struct {
+	Gateway string
+	// Admin maps service names (gateway, orders, catalog, payments,
+	// shipping) to admin base URLs.
+	Admin map[string]string
+	// Token is the admin bearer token, if the shop requires one.
+	Token  string
+	Client *http.Client
+}
+
+// RunOptions adjust a scenario run.
+type RunOptions struct {
+	// Progress is told how far each mode's run has got.
+	Progress func(mode string, done, total time.Duration)
+	// CPU, when set, reads the shop's CPU time (in-process runs), for CPU
+	// seconds per good checkout.
+	CPU func() time.Duration
+}
+
+// Schedule limits: a run whose generator fell behind is not a measurement
+// of the shop.
+const (
+	minAchieved = 0.99
+	maxLagP99   = 10 * time.Millisecond
+)
+
+// RunScenario runs sc against t once per mode, switching the whole shop
+// through the gateway's admin API between modes.
+func RunScenario(ctx context.Context, sc Scenario, t Target, o RunOptions) (Results, error) {
+	if t.Client == nil {
+		t.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	res := Results{Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), StartedAt: time.Now().UTC().Format(time.RFC3339)}
+	nonce := make([]byte, 4)
+	_, _ = rand.Read(nonce)
+	for i, m := range sc.Modes {
+		if i > 0 {
+			// Work the previous mode left running must not count against
+			// this one: wait (a while) for the pools to empty.
+			t.settle(ctx, 15*time.Second)
+		}
+		mr, err := runMode(ctx, sc, t, m, hex.EncodeToString(nonce), o)
+		if err != nil {
+			return Results{}, fmt.Errorf("%s: %w", m, err)
+		}
+		res.Modes = append(res.Modes, mr)
+	}
+	return res, nil
+}
+
+func runMode(ctx context.Context, sc Scenario, t Target, m mode.Mode, nonce string, o RunOptions) (ModeResult, error) {
+	var overrides mode.Overrides
+	if sc.Shop.Mechanisms != "" {
+		if err := overrides.Set(sc.Shop.Mechanisms); err != nil {
+			return ModeResult{}, err
+		}
+	}
+	if err := t.admin(ctx, "gateway", http.MethodPut, "/admin/mode", map[string]any{"mode": m, "mechanisms": overrides}); err != nil {
+		return ModeResult{}, fmt.Errorf("switching to %s: %w", m, err)
+	}
+	if err := t.setFaults(ctx, nil); err != nil {
+		return ModeResult{}, err
+	}
+	orderID := t.seedOrder(ctx, string(m)+"-"+nonce)
+
+	mr := ModeResult{Mode: string(m), Valid: true, Series: map[string][]Second{},
+		PoolInFlight: map[string][]float64{}, BreakerState: map[string][]float64{}}
+	before, err := t.scrapeAll(ctx)
+	if err != nil {
+		return ModeResult{}, err
+	}
+	var cpuStart time.Duration
+	if o.CPU != nil {
+		cpuStart = o.CPU()
+	}
+
+	start := time.Now()
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	var sampling sync.WaitGroup
+	sampling.Add(1)
+	go func() {
+		defer sampling.Done()
+		t.sampleGauges(sampleCtx, &mr, start)
+	}()
+	progressDone := make(chan struct{})
+	go reportProgress(string(m), start, sc.Length(), o.Progress, progressDone)
+
+	all := map[string][]Sample{}
+	var invalid []string
+	for i, p := range sc.Phases {
+		if err := t.setFaults(ctx, p.Faults); err != nil {
+			close(progressDone)
+			stopSampling()
+			sampling.Wait()
+			return ModeResult{}, err
+		}
+		span := PhaseSpan{Name: p.Name, StartS: time.Since(start).Seconds(), Faulty: len(p.Faults) > 0}
+		classes := sc.phaseClasses(p, fmt.Sprintf("%s-%s-%d", m, nonce, i), orderID)
+		samples, err := Run(ctx, Options{Base: t.Gateway, Duration: time.Duration(p.Duration)}, classes...)
+		if err != nil {
+			close(progressDone)
+			stopSampling()
+			sampling.Wait()
+			return ModeResult{}, err
+		}
+		span.EndS = time.Since(start).Seconds()
+		mr.Phases = append(mr.Phases, span)
+		for _, c := range classes {
+			got := samples[c.Name]
+			want := c.Rate * time.Duration(p.Duration).Seconds()
+			if float64(len(got)) < minAchieved*want {
+				invalid = append(invalid, fmt.Sprintf("phase %q sent %d of %.0f %s requests", p.Name, len(got), want, c.Name))
+			}
+			all[c.Name] = append(all[c.Name], got...)
+		}
+	}
+	close(progressDone)
+	stopSampling()
+	sampling.Wait()
+	_ = t.setFaults(ctx, nil)
+	after, err := t.scrapeAll(ctx)
+	if err != nil {
+		return ModeResult{}, err
+	}
+
+	deadline := time.Duration(sc.Deadline)
+	length := time.Since(start)
+	var lags []time.Duration
+	var requests, goodCheckouts int
+	names := make([]string, 0, len(all))
+	for name := range all {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		samples := all[name]
+		s := Summarize(name, samples, deadline, length)
+		mr.Classes = append(mr.Classes, s)
+		mr.Series[name] = perSecond(samples, start, deadline)
+		requests += s.Requests
+		if name == "checkout" {
+			goodCheckouts = s.Good
+		}
+		for _, x := range samples {
+			lags = append(lags, x.Sent.Sub(x.Intended))
+		}
+	}
+	slices.Sort(lags)
+	if lag := Percentile(lags, 99); lag > maxLagP99 {
+		invalid = append(invalid, fmt.Sprintf("schedule lag p99 %v (more than %v)", lag.Round(time.Microsecond), maxLagP99))
+	}
+	if len(invalid) > 0 {
+		mr.Valid, mr.Invalid = false, strings.Join(invalid, "; ")
+	}
+	mr.Server = serverFigures(before, after, requests)
+	if o.CPU != nil && goodCheckouts > 0 {
+		mr.Server.CPUSecondsPerGoodCheckout = (o.CPU() - cpuStart).Seconds() / float64(goodCheckouts)
+	}
+	return mr, nil
+}
+
+func reportProgress(m string, start time.Time, total time.Duration, progress func(string, time.Duration, time.Duration), done chan struct{}) {
+	if progress == nil {
+		return
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			progress(m, total, total)
+			return
+		case <-tick.C:
+			progress(m, min(time.Since(start), total), total)
+		}
+	}
+}
+
+// phaseClasses are the scenario's classes at the phase's rates.
+func (sc Scenario) phaseClasses(p Phase, keyPrefix, orderID string) []Class {
+	names := make([]string, 0, len(sc.Classes))
+	for n := range sc.Classes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []Class
+	for _, n := range names {
+		rate := sc.Classes[n].Rate
+		if r, ok := p.Rates[n]; ok {
+			rate = r
+		}
+		if rate <= 0 {
+			continue
+		}
+		c := Class{Name: n, Rate: rate, Deadline: time.Duration(sc.Deadline), Patience: time.Duration(sc.Deadline + sc.Patience)}
+		switch n {
+		case "checkout":
+			c.Request = func(base string, seq uint64) vegeta.Target {
+				return vegeta.Target{Method: http.MethodPost, URL: base + "/api/checkout", Body: checkoutBody,
+					Header: http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {fmt.Sprintf("%s-%d", keyPrefix, seq)}}}
+			}
+		case "browse":
+			c.Request = func(base string, _ uint64) vegeta.Target {
+				return vegeta.Target{Method: http.MethodGet, URL: base + "/api/products"}
+			}
+		case "status":
+			c.Request = func(base string, _ uint64) vegeta.Target {
+				return vegeta.Target{Method: http.MethodGet, URL: base + "/api/orders/" + orderID}
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+var checkoutBody = []byte(`{"customer":"loadtest","items":[{"sku":"coffee-arabica","qty":1}],"address":"1 Load Street"}`)
+
+// seedOrder places one order for the status class to look up.
+func (t Target) seedOrder(ctx context.Context, key string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.Gateway+"/api/checkout", bytes.NewReader(checkoutBody))
+	if err != nil {
+		return "none"
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "seed-"+key)
+	resp, err := t.Client.Do(req)
+	if err != nil {
+		return "none"
+	}
+	defer resp.Body.Close()
+	var o struct {
+		OrderID string `json:"order_id"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&o) != nil || o.OrderID == "" {
+		return "none"
+	}
+	return o.OrderID
+}
+
+// perSecond buckets samples by intended send time.
+func perSecond(samples []Sample, start time.Time, deadline time.Duration) []Second {
+	buckets := map[int][]Sample{}
+	last := 0
+	for _, s := range samples {
+		t := int(s.Intended.Sub(start) / time.Second)
+		buckets[t] = append(buckets[t], s)
+		last = max(last, t)
+	}
+	out := make([]Second, 0, last+1)
+	for t := 0; t <= last; t++ {
+		b := buckets[t]
+		sec := Second{T: t, Requests: len(b)}
+		lat := make([]time.Duration, 0, len(b))
+		for _, s := range b {
+			lat = append(lat, s.Latency)
+			if s.Failure == "" && s.Latency <= deadline {
+				sec.Good++
+			}
+		}
+		slices.Sort(lat)
+		sec.P50MS, sec.P99MS = ms(Percentile(lat, 50)), ms(Percentile(lat, 99))
+		out = append(out, sec)
+	}
+	return out
+}
+
+// admin calls one service's admin API.
+func (t Target) admin(ctx context.Context, service, method, path string, body any) error {
+	base, ok := t.Admin[service]
+	if !ok {
+		return fmt.Errorf("no admin URL for %s", service)
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(base, "/")+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if t.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.Token)
+	}
+	resp, err := t.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s %s%s: HTTP %d: %s", method, service, path, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return nil
+}
+
+// setFaults puts each service's faults in force (none for services not
+// named).
+func (t Target) setFaults(ctx context.Context, specs map[string]string) error {
+	var errs []error
+	for svc := range t.Admin {
+		set := faults.Set{}
+		if spec, ok := specs[svc]; ok {
+			parsed, err := faults.Parse(spec)
+			if err != nil {
+				return err
+			}
+			set = parsed
+		}
+		if err := t.admin(ctx, svc, http.MethodPut, "/admin/faults", set); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// settle waits until no pool holds work, or for at most limit.
+func (t Target) settle(ctx context.Context, limit time.Duration) {
+	end := time.Now().Add(limit)
+	for time.Now().Before(end) {
+		all, err := t.scrapeAll(ctx)
+		if err != nil {
+			return
+		}
+		busy := 0.0
+		for _, f := range all {
+			busy += f.Sum(telemetry.NamePoolInFlight, nil) + f.Sum(telemetry.NamePoolWaiting, nil)
+		}
+		if busy == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// scrapeAll reads every service's /metrics.
+func (t Target) scrapeAll(ctx context.Context) (map[string]Families, error) {
+	out := map[string]Families{}
+	for svc, base := range t.Admin {
+		f, err := Scrape(ctx, t.Client, strings.TrimSuffix(base, "/")+"/metrics")
+		if err != nil {
+			return nil, err
+		}
+		out[svc] = f
+	}
+	return out, nil
+}
+
+// sampleGauges records pool and breaker gauges once a second.
+func (t Target) sampleGauges(ctx context.Context, mr *ModeResult, start time.Time) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		all, err := t.scrapeAll(ctx)
+		if err != nil {
+			continue
+		}
+		sec := int(time.Since(start) / time.Second)
+		record := func(dst map[string][]float64, key string, v float64) {
+			for len(dst[key]) < sec {
+				dst[key] = append(dst[key], 0)
+			}
+			dst[key] = append(dst[key], v)
+		}
+		for svc, f := range all {
+			for pool, v := range f.ByLabel(telemetry.NamePoolInFlight, "pool") {
+				record(mr.PoolInFlight, svc+"/"+pool, v)
+			}
+			for dep, v := range f.ByLabel(telemetry.NameBreakerState, "dep") {
+				record(mr.BreakerState, svc+"/"+dep, v)
+			}
+		}
+	}
+}
+
+// serverFigures are the services' counters' growth over the run.
+func serverFigures(before, after map[string]Families, requests int) ServerFigures {
+	diff := func(svc, name string, match map[string]string) float64 {
+		return after[svc].Sum(name, match) - before[svc].Sum(name, match)
+	}
+	s := ServerFigures{Skipped: map[string]float64{}, Amplification: map[string]float64{}}
+	for svc := range after {
+		s.LateCompletions += diff(svc, telemetry.NameLateCompletions, nil)
+		s.LateWorkSeconds += diff(svc, telemetry.NameLateWork, nil)
+		s.BreakerOpens += diff(svc, telemetry.NameBreakerTransitions, map[string]string{"to": "open"})
+		s.PoolRejections += diff(svc, telemetry.NamePoolRejections, nil)
+		s.Retries += diff(svc, telemetry.NameRetries, nil)
+		b, a := before[svc].ByLabel(telemetry.NameSkipped, "reason"), after[svc].ByLabel(telemetry.NameSkipped, "reason")
+		for reason, v := range a {
+			if d := v - b[reason]; d > 0 {
+				s.Skipped[reason] += d
+			}
+		}
+		if requests > 0 && svc != "gateway" {
+			s.Amplification[svc] = diff(svc, telemetry.NameRequests, nil) / float64(requests)
+		}
+	}
+	s.DuplicateCharges = diff("payments", "mercado_duplicate_charges", nil)
+	return s
+}

@@ -1,0 +1,200 @@
+package loadtest
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/mode"
+)
+
+//go:embed scenarios/*.yaml
+var builtin embed.FS
+
+// Scenario is a load test written as a file: traffic classes, phases with
+// their faults, and the modes to compare. See loadtest/scenarios/.
+type Scenario struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Modes to compare, in order (default: naive, then budgeted).
+	Modes []mode.Mode `yaml:"modes"`
+	// Deadline is every client's deadline; Patience how long past it the
+	// client still waits to measure a late answer.
+	Deadline Duration `yaml:"deadline"`
+	Patience Duration `yaml:"patience"`
+	// Classes are the traffic: rates per second by class.
+	Classes map[string]ClassSpec `yaml:"classes"`
+	Phases  []Phase              `yaml:"phases"`
+	// Shop sizes the in-process shop a lab starts (ignored against a
+	// running deployment).
+	Shop ShopSpec `yaml:"shop"`
+}
+
+// ClassSpec is one traffic class.
+type ClassSpec struct {
+	Rate float64 `yaml:"rate"`
+}
+
+// Phase is one stretch of the run.
+type Phase struct {
+	Name     string   `yaml:"name"`
+	Duration Duration `yaml:"duration"`
+	// Rates override the classes' rates during this phase.
+	Rates map[string]float64 `yaml:"rates"`
+	// Faults are each service's fault specs in force during the phase, in
+	// the --fault syntax ("CreateShipment:hang=5s"); services not named
+	// have none.
+	Faults map[string]string `yaml:"faults"`
+}
+
+// ShopSpec sizes an in-process shop.
+type ShopSpec struct {
+	Workers     int      `yaml:"workers"`
+	BreakerOpen Duration `yaml:"breaker_open"`
+	// Mechanisms are switches applied on top of each mode, in the
+	// --mechanisms syntax ("retries=off").
+	Mechanisms string `yaml:"mechanisms"`
+}
+
+// Duration is a time.Duration written as "1s" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Classes this load generator knows how to send.
+var knownClasses = map[string]bool{"checkout": true, "browse": true, "status": true}
+
+// Services faults can name.
+var knownServices = map[string]bool{"gateway": true, "orders": true, "catalog": true, "payments": true, "shipping": true}
+
+// ParseScenario reads a scenario strictly: unknown fields are errors.
+func ParseScenario(b []byte) (Scenario, error) {
+	var s Scenario
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return Scenario{}, fmt.Errorf("scenario: %w", err)
+	}
+	if len(s.Modes) == 0 {
+		s.Modes = []mode.Mode{mode.Naive, mode.Budgeted}
+	}
+	return s, s.Validate()
+}
+
+// Validate reports every problem with s.
+func (s Scenario) Validate() error {
+	var errs []error
+	if s.Name == "" {
+		errs = append(errs, errors.New("name is required"))
+	}
+	for _, m := range s.Modes {
+		if _, err := mode.Parse(string(m)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.Deadline <= 0 {
+		errs = append(errs, errors.New("deadline must be positive"))
+	}
+	if len(s.Classes) == 0 {
+		errs = append(errs, errors.New("at least one class is required"))
+	}
+	for name, c := range s.Classes {
+		if !knownClasses[name] {
+			errs = append(errs, fmt.Errorf("class %q: want checkout, browse or status", name))
+		}
+		if c.Rate < 0 || c.Rate > 5000 {
+			errs = append(errs, fmt.Errorf("class %q: rate %v is outside 0 to 5000", name, c.Rate))
+		}
+	}
+	if len(s.Phases) == 0 {
+		errs = append(errs, errors.New("at least one phase is required"))
+	}
+	for i, p := range s.Phases {
+		if p.Duration <= 0 {
+			errs = append(errs, fmt.Errorf("phase %d (%s): duration must be positive", i, p.Name))
+		}
+		for c := range p.Rates {
+			if _, ok := s.Classes[c]; !ok {
+				errs = append(errs, fmt.Errorf("phase %s: rate for unknown class %q", p.Name, c))
+			}
+		}
+		for svc, spec := range p.Faults {
+			if !knownServices[svc] {
+				errs = append(errs, fmt.Errorf("phase %s: unknown service %q", p.Name, svc))
+			}
+			if _, err := faults.Parse(spec); err != nil {
+				errs = append(errs, fmt.Errorf("phase %s: %s: %w", p.Name, svc, err))
+			}
+		}
+	}
+	if s.Shop.Mechanisms != "" {
+		var o mode.Overrides
+		if err := o.Set(s.Shop.Mechanisms); err != nil {
+			errs = append(errs, fmt.Errorf("shop.mechanisms: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Quick shortens every phase to a fifth (at least one second), for CI.
+func (s Scenario) Quick() Scenario {
+	phases := make([]Phase, len(s.Phases))
+	for i, p := range s.Phases {
+		p.Duration = max(p.Duration/5, Duration(time.Second))
+		phases[i] = p
+	}
+	s.Phases = phases
+	return s
+}
+
+// Duration is the run's length per mode.
+func (s Scenario) Length() time.Duration {
+	var d time.Duration
+	for _, p := range s.Phases {
+		d += time.Duration(p.Duration)
+	}
+	return d
+}
+
+// LoadScenario returns a built-in scenario by name, or reads a file.
+func LoadScenario(nameOrPath string) (Scenario, error) {
+	b, err := fs.ReadFile(builtin, "scenarios/"+nameOrPath+".yaml")
+	if err != nil {
+		if !strings.ContainsAny(nameOrPath, "/.") {
+			return Scenario{}, fmt.Errorf("no built-in scenario %q (have %s)", nameOrPath, strings.Join(Builtin(), ", "))
+		}
+		if b, err = os.ReadFile(nameOrPath); err != nil {
+			return Scenario{}, err
+		}
+	}
+	return ParseScenario(b)
+}
+
+// Builtin lists the built-in scenarios.
+func Builtin() []string {
+	entries, _ := fs.ReadDir(builtin, "scenarios")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), filepath.Ext(e.Name())))
+	}
+	sort.Strings(names)
+	return names
+}
