@@ -20,9 +20,9 @@ import (
 
 // Peer is another service whose admin API the gateway fans out to.
 type Peer struct {
-	Name string
+	Name string `json:"name"`
 	// URL is the peer's admin base URL, such as "http://orders:9081".
-	URL string
+	URL string `json:"url"`
 }
 
 // Options configure Handler.
@@ -55,6 +55,7 @@ func Handler(o Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/mode", a.getMode)
 	mux.HandleFunc("PUT /admin/mode", a.guard(a.putMode))
+	mux.HandleFunc("GET /admin/peers", a.getPeers)
 	mux.HandleFunc("GET /admin/faults", a.getFaults)
 	mux.HandleFunc("PUT /admin/faults", a.guard(a.putFaults))
 	mux.HandleFunc("PUT /admin/faults/{method}", a.guard(a.putMethodFault))
@@ -192,6 +193,19 @@ func (a *api) switchPeer(ctx context.Context, p Peer, body []byte, auth string) 
 	}
 	res.OK, res.Settings = true, &v
 	return res
+}
+
+// getPeers lists the services a mode switch here fans out to, so a load
+// generator given the gateway's admin URL can find the rest.
+func (a *api) getPeers(w http.ResponseWriter, r *http.Request) {
+	peers := a.Peers
+	if peers == nil {
+		peers = []Peer{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Service string `json:"service"`
+		Peers   []Peer `json:"peers"`
+	}{a.Service, peers})
 }
 
 // FaultsView is the faults in force.

@@ -6,6 +6,7 @@
 //	GET  /admin/mode              the settings in force
 //	PUT  /admin/mode              switch mode and mechanisms; on the gateway,
 //	                              the whole shop (fan-out to every service)
+//	GET  /admin/peers             the services a switch fans out to
 //	GET  /admin/faults            the faults in force
 //	PUT  /admin/faults            replace them all
 //	PUT  /admin/faults/{method}   set one method's
