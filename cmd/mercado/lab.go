@@ -1,10 +1,14 @@
 package main
 
 import (
+	"slices"
+	"strings"
+
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mercado-lab/mercado/loadtest"
 	"io"
 	"log/slog"
 
@@ -12,13 +16,19 @@ import (
 	"github.com/mercado-lab/mercado/internal/lab"
 )
 
-const labUsage = `Usage: mercado lab [lesson7] [flags]
+const labUsage = `Usage: mercado lab [lab or scenario] [flags]
 
 Starts the five services in this process on free loopback ports, breaks a
 dependency on purpose, and prints what naive and budgeted modes did,
-measured. With no lab named, runs lesson7.
+measured. With no lab named, runs the drill76 scenario (about 80 s).
 
-Labs:
+Scenarios (loadtest/scenarios; writes ./lab-report/results.json and
+report.html; --quick shortens every phase to a fifth):
+  drill76, lesson7, retry-storm, payments-flaky, overload
+  (mercado lab lesson7 is the replay below; run its load scenario with
+  mercado lab scenario lesson7)
+
+Replays:
   lesson7    lesson 7's chain: a 1200 ms deadline; catalog takes 280 ms,
              payments 760 ms, shipping is degraded. Naive ends over the
              deadline; budgeted clips shipping and ends within it.
@@ -34,9 +44,18 @@ Flags:
 `
 
 func runLab(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	name := "lesson7"
+	name := defaultScenario
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		name, args = args[0], args[1:]
+	}
+	if name == "scenario" {
+		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+			return usagef("lab scenario: name a scenario (%s)", strings.Join(loadtest.Builtin(), ", "))
+		}
+		return runScenarioLab(ctx, args[0], args[1:], getenv, stdout, stderr)
+	}
+	if slices.Contains(loadtest.Builtin(), name) && name != "lesson7" {
+		return runScenarioLab(ctx, name, args, getenv, stdout, stderr)
 	}
 	switch name {
 	case "lesson7":

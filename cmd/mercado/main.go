@@ -21,7 +21,8 @@ const usage = `mercado — a five-service checkout shop for learning timeout bud
 
 Usage:
   mercado serve <gateway|orders|catalog|payments|shipping|all> [flags]
-  mercado lab [lesson7|isolation] [flags]
+  mercado lab [scenario|lesson7|waterfall|isolation] [flags]
+  mercado load --gateway URL --admin URL --scenario NAME|FILE
   mercado mode [naive|budgeted] [flags]       (a running shop)
   mercado fault <service> [flags]             (a running service)
   mercado version
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runServe(ctx, rest, getenv, stderr)
 	case "lab":
 		return runLab(ctx, rest, getenv, stdout, stderr)
+	case "load":
+		return runLoad(ctx, rest, getenv, stdout, stderr)
 	case "mode":
 		return runMode(ctx, rest, getenv, stdout, stderr)
 	case "fault":

@@ -71,6 +71,11 @@ type Mechanisms struct {
 	Breakers bool `json:"breakers"`
 	// Retries: how calls are retried (every retry checks the budget).
 	Retries Retries `json:"retries"`
+	// Outbox: a shipment that cannot be booked after the charge is booked
+	// later by a worker, and the order is confirmed; shipping is off the
+	// critical path. Off, a shipping failure fails the checkout, as in a
+	// chain that calls every step in line.
+	Outbox bool `json:"outbox"`
 	// Idempotency: orders claims each checkout's Idempotency-Key and
 	// replays the stored answer to a retry. Off, keys are ignored and a
 	// retried checkout is a new order with a new charge.
@@ -111,7 +116,7 @@ func (m Mode) Mechanisms() Mechanisms {
 	}
 	return Mechanisms{
 		EdgeDeadline: on, ClipToBudget: on, Admission: on, HonourCancel: on,
-		Bulkheads: on, Breakers: on, Retries: retries, Idempotency: on,
+		Bulkheads: on, Breakers: on, Retries: retries, Outbox: on, Idempotency: on,
 	}
 }
 

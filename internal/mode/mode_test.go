@@ -73,7 +73,7 @@ func TestMechanisms(t *testing.T) {
 	}{
 		{mode.Budgeted, mode.Mechanisms{
 			EdgeDeadline: true, ClipToBudget: true, Admission: true, HonourCancel: true,
-			Bulkheads: true, Breakers: true, Retries: mode.RetriesBudgeted, Idempotency: true,
+			Bulkheads: true, Breakers: true, Retries: mode.RetriesBudgeted, Outbox: true, Idempotency: true,
 		}},
 		{mode.Naive, mode.Mechanisms{Retries: mode.RetriesNaive}},
 		{mode.Mode("unknown"), mode.Mechanisms{Retries: mode.RetriesNaive}},

@@ -20,6 +20,7 @@ type Overrides struct {
 	Breakers     *bool    `json:"breakers,omitempty"`
 	Retries      *Retries `json:"retries,omitempty"`
 	Idempotency  *bool    `json:"idempotency,omitempty"`
+	Outbox       *bool    `json:"outbox,omitempty"`
 }
 
 // Apply returns m with o's switches applied.
@@ -36,6 +37,7 @@ func (m Mechanisms) Apply(o Overrides) Mechanisms {
 	set(&m.Bulkheads, o.Bulkheads)
 	set(&m.Breakers, o.Breakers)
 	set(&m.Idempotency, o.Idempotency)
+	set(&m.Outbox, o.Outbox)
 	if o.Retries != nil {
 		m.Retries = *o.Retries
 	}
@@ -57,7 +59,7 @@ func (o *Overrides) fields() map[string]**bool {
 	return map[string]**bool{
 		"edge_deadline": &o.EdgeDeadline, "clip_to_budget": &o.ClipToBudget,
 		"admission": &o.Admission, "honour_cancel": &o.HonourCancel,
-		"bulkheads": &o.Bulkheads, "breakers": &o.Breakers, "idempotency": &o.Idempotency,
+		"bulkheads": &o.Bulkheads, "breakers": &o.Breakers, "idempotency": &o.Idempotency, "outbox": &o.Outbox,
 	}
 }
 

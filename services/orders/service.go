@@ -84,8 +84,9 @@ func (s *Service) PlaceOrder(ctx context.Context, req PlaceRequest) (Order, erro
 //     settles it by asking payments under the same key. Nothing mints a
 //     second key for the order.
 //   - A shipping failure after the charge confirms the order with its
-//     shipment pending; the outbox books it later. Shipping is off the
-//     critical path once the money is taken.
+//     shipment pending, and the outbox books it later: shipping is off the
+//     critical path once the money is taken (the Outbox mechanism; off,
+//     the checkout fails).
 func (s *Service) place(ctx context.Context, req PlaceRequest) (Order, error) {
 	now := s.now()
 	o := Order{
@@ -117,13 +118,21 @@ func (s *Service) place(ctx context.Context, req PlaceRequest) (Order, error) {
 	return s.ship(ctx, o)
 }
 
-// ship books the shipment of a charged order and confirms it; when
-// shipping fails, the order is confirmed with its shipment pending.
+// ship books the shipment of a charged order and confirms it. When
+// shipping fails, the outbox confirms the order with its shipment pending
+// and books it later; without the outbox the checkout fails, as a chain
+// that calls every step in line does — with the money already taken.
 func (s *Service) ship(ctx context.Context, o Order) (Order, error) {
-	o.Status, o.ShipmentStatus = StatusConfirmed, ShipmentPending
-	if id, err := s.shipping.Ship(ctx, o); err == nil {
+	id, err := s.shipping.Ship(ctx, o)
+	switch {
+	case err == nil:
 		o.ShipmentID, o.ShipmentStatus = id, ShipmentBooked
+	case s.settings.Load().Mechanisms.Outbox:
+		o.ShipmentStatus = ShipmentPending
+	default:
+		return s.fail(ctx, o, apperr.FromGRPC(err, "booking the shipment"))
 	}
+	o.Status = StatusConfirmed
 	return s.save(ctx, o)
 }
 

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/flagenv"
+	"github.com/mercado-lab/mercado/internal/lab"
+	"github.com/mercado-lab/mercado/loadtest"
+)
+
+// defaultScenario is what `mercado lab` runs with no lab named: chosen for
+// teaching, and short enough for a 2-core laptop.
+const defaultScenario = "drill76"
+
+// runScenarioLab runs a scenario on an in-process shop.
+func runScenarioLab(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mercado lab "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, labUsage); fs.PrintDefaults() }
+	o := scenarioFlags(fs)
+	if err := flagenv.Parse(fs, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("lab %s: unexpected argument %q", name, fs.Arg(0))
+	}
+	sc, err := o.load(name)
+	if err != nil {
+		return usageError{fmt.Errorf("lab: %w", err)}
+	}
+	fmt.Fprintf(stderr, "scenario %s: %s per mode, modes %v\n", sc.Name, sc.Length(), sc.Modes)
+	bar := newProgress(stderr)
+	res, err := lab.Scenario(ctx, sc, slog.New(slog.DiscardHandler), bar.update)
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("lab %s: %w", name, err)
+	}
+	return o.report(res, stdout, stderr)
+}
+
+const loadUsage = `Usage: mercado load --gateway URL --admin URL --scenario NAME|FILE [flags]
+
+Runs a load-test scenario against a running shop (docker compose, Kubernetes,
+or mercado serve all): switches the whole shop between the scenario's modes
+through the gateway's admin API, applies each phase's faults, sends open-loop
+load, and writes the comparison: a table, results.json and report.html.
+
+Built-in scenarios: ` + "%s" + `
+
+Flags:
+`
+
+func runLoad(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mercado load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(stderr, loadUsage, strings.Join(loadtest.Builtin(), ", ")); fs.PrintDefaults() }
+	gateway := fs.String("gateway", "http://localhost:8080", "the shop's public URL")
+	adminURL := fs.String("admin", "http://localhost:9080", "the gateway's admin URL (the other services are found through it)")
+	token := fs.String("admin-token", "", "admin bearer token, when the shop requires one")
+	scenario := fs.String("scenario", defaultScenario, "a built-in scenario's name, or a scenario file")
+	o := scenarioFlags(fs)
+	if err := flagenv.Parse(fs, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	sc, err := o.load(*scenario)
+	if err != nil {
+		return usageError{fmt.Errorf("load: %w", err)}
+	}
+	t, err := discover(ctx, strings.TrimSuffix(*gateway, "/"), strings.TrimSuffix(*adminURL, "/"), *token)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	fmt.Fprintf(stderr, "scenario %s against %s: %s per mode, modes %v\n", sc.Name, t.Gateway, sc.Length(), sc.Modes)
+	bar := newProgress(stderr)
+	res, err := loadtest.RunScenario(ctx, sc, t, loadtest.RunOptions{Progress: bar.update})
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	return o.report(res, stdout, stderr)
+}
+
+// discover finds every service's admin URL through the gateway's.
+func discover(ctx context.Context, gateway, adminURL, token string) (loadtest.Target, error) {
+	t := loadtest.Target{Gateway: gateway, Admin: map[string]string{"gateway": adminURL}, Token: token,
+		Client: &http.Client{Timeout: 10 * time.Second}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adminURL+"/admin/peers", nil)
+	if err != nil {
+		return t, err
+	}
+	resp, err := t.Client.Do(req)
+	if err != nil {
+		return t, fmt.Errorf("reaching the gateway's admin API: %w", err)
+	}
+	defer resp.Body.Close()
+	var peers struct {
+		Peers []struct{ Name, URL string } `json:"peers"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&peers); err != nil {
+		return t, fmt.Errorf("reading the gateway's peers: %w", err)
+	}
+	for _, p := range peers.Peers {
+		t.Admin[p.Name] = p.URL
+	}
+	return t, nil
+}
+
+// scenarioOptions are the flags every scenario run shares.
+type scenarioOptions struct {
+	quick  *bool
+	asJSON *bool
+	out    *string
+}
+
+func scenarioFlags(fs *flag.FlagSet) scenarioOptions {
+	return scenarioOptions{
+		quick:  fs.Bool("quick", false, "shorten every phase to a fifth (for CI)"),
+		asJSON: fs.Bool("json", false, "print the results JSON instead of the table"),
+		out:    fs.String("out", "lab-report", "folder for results.json and report.html"),
+	}
+}
+
+func (o scenarioOptions) load(name string) (loadtest.Scenario, error) {
+	sc, err := loadtest.LoadScenario(name)
+	if err != nil {
+		return sc, err
+	}
+	if *o.quick {
+		sc = sc.Quick()
+	}
+	return sc, nil
+}
+
+// report writes the results: the folder's files, then the table or JSON.
+func (o scenarioOptions) report(res loadtest.Results, stdout, stderr io.Writer) error {
+	if err := os.MkdirAll(*o.out, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*o.out, "results.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(*o.out, "report.html"))
+	if err != nil {
+		return err
+	}
+	if err := loadtest.WriteHTML(f, res); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if *o.asJSON {
+		_, err := stdout.Write(append(js, '\n'))
+		return err
+	}
+	loadtest.WriteTable(stdout, res)
+	fmt.Fprintf(stderr, "\nwrote %s and %s\n", filepath.Join(*o.out, "results.json"), filepath.Join(*o.out, "report.html"))
+	return nil
+}
