@@ -40,7 +40,9 @@ func (c catalogClient) Release(ctx context.Context, reservationID string) error 
 	return err
 }
 
-type paymentsClient struct{ c paymentsv1.PaymentsServiceClient }
+type paymentsClient struct {
+	c paymentsv1.PaymentsServiceClient
+}
 
 var _ Payments = paymentsClient{}
 
