@@ -52,16 +52,16 @@ type chartTick struct {
 	Label string
 }
 
-// palette is Okabe and Ito's colour-blind-safe set, less its yellow, which
+// chartPalette is Okabe and Ito's colour-blind-safe set, less its yellow, which
 // vanishes on white on a projector. Each series also gets its own dash
 // pattern, so lines stay apart in greyscale too.
 var (
-	palette = []string{"#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"}
-	dashes  = []string{"", "14 7", "4 6", "18 6 4 6"}
+	chartPalette = []string{"#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"}
+	chartDashes  = []string{"", "14 7", "4 6", "18 6 4 6"}
 )
 
 func seriesStyle(i int) (colour, dash string) {
-	return palette[i%len(palette)], dashes[i%len(dashes)]
+	return chartPalette[i%len(chartPalette)], chartDashes[i%len(chartDashes)]
 }
 
 // Geometry, in SVG user units; the SVG scales to the page's width, so the
@@ -78,23 +78,23 @@ const (
 )
 
 // svg draws the chart. Every string from the results passes through
-// esc, so the result is safe to place in the page as it is.
+// svgText, so the result is safe to place in the page as it is.
 func (c lineChart) svg() template.HTML {
 	xmax := c.XMax
 	ymin, ymax := c.YMin, c.YMax
 	auto := ymin == 0 && ymax == 0
 	for _, s := range c.Series {
 		for _, p := range s.Points {
-			if finite(p.X) {
+			if isFinite(p.X) {
 				xmax = max(xmax, p.X)
 			}
-			if auto && finite(p.Y) {
+			if auto && isFinite(p.Y) {
 				ymax = max(ymax, p.Y)
 			}
 		}
 	}
 	for _, b := range c.Shade {
-		if finite(b.To) {
+		if isFinite(b.To) {
 			xmax = max(xmax, b.To)
 		}
 	}
@@ -103,8 +103,10 @@ func (c lineChart) svg() template.HTML {
 	}
 	yticks := c.YTicks
 	if auto {
+		// A little headroom, so a line at the peak does not run along
+		// the frame.
 		var step float64
-		ymax, step = niceMax(ymax, 5)
+		ymax, step = niceMax(ymax*1.04, 5)
 		yticks = numericTicks(0, ymax, step)
 	}
 	if !(ymax > ymin) {
@@ -121,6 +123,9 @@ func (c lineChart) svg() template.HTML {
 	left := 2*chartFont + float64(widest)*chartCharW + 20
 	legend := c.legendRows(chartW - left - chartRightPad)
 	top := 24 + float64(len(legend))*legendRowH + 16
+	if len(c.Shade) > 0 {
+		top += chartFont + 8 // a strip above the plot for the bands' labels
+	}
 	plotW := chartW - left - chartRightPad
 	height := top + chartPlotH + chartBottom
 
@@ -129,8 +134,8 @@ func (c lineChart) svg() template.HTML {
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %s %s" width="100%%" role="img" font-family="system-ui, sans-serif" font-size="%s">`,
-		num(chartW), num(height), num(chartFont))
-	fmt.Fprintf(&b, `<title>%s</title>`, esc(c.Title))
+		svgNum(chartW), svgNum(height), svgNum(chartFont))
+	fmt.Fprintf(&b, `<title>%s</title>`, svgText(c.Title))
 
 	// Fault windows first, under everything else.
 	for _, band := range c.Shade {
@@ -139,9 +144,9 @@ func (c lineChart) svg() template.HTML {
 			continue
 		}
 		fmt.Fprintf(&b, `<rect class="fault" x="%s" y="%s" width="%s" height="%s" fill="#000000" fill-opacity="0.10"/>`,
-			num(x(from)), num(top), num(x(to)-x(from)), num(chartPlotH))
+			svgNum(x(from)), svgNum(top), svgNum(x(to)-x(from)), svgNum(chartPlotH))
 		fmt.Fprintf(&b, `<text x="%s" y="%s" fill="#333333" font-size="%s" font-style="italic">%s</text>`,
-			num(x(from)+6), num(top+chartFont+2), num(chartFont*0.9), esc(band.Label))
+			svgNum(x(from)+4), svgNum(top-8), svgNum(chartFont*0.9), svgText(band.Label))
 	}
 
 	// Grid and y ticks.
@@ -150,24 +155,24 @@ func (c lineChart) svg() template.HTML {
 			continue
 		}
 		fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#cccccc" stroke-width="1"/>`,
-			num(left), num(y(t.At)), num(left+plotW), num(y(t.At)))
+			svgNum(left), svgNum(y(t.At)), svgNum(left+plotW), svgNum(y(t.At)))
 		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="end" dominant-baseline="middle">%s</text>`,
-			num(left-10), num(y(t.At)), esc(t.Label))
+			svgNum(left-10), svgNum(y(t.At)), svgText(t.Label))
 	}
 	// X ticks.
 	for _, t := range numericTicks(0, xEnd, xStep) {
 		fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#333333" stroke-width="2"/>`,
-			num(x(t.At)), num(top+chartPlotH), num(x(t.At)), num(top+chartPlotH+8))
+			svgNum(x(t.At)), svgNum(top+chartPlotH), svgNum(x(t.At)), svgNum(top+chartPlotH+8))
 		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`,
-			num(x(t.At)), num(top+chartPlotH+8+chartFont), esc(t.Label))
+			svgNum(x(t.At)), svgNum(top+chartPlotH+8+chartFont), svgText(t.Label))
 	}
 	// Axes.
 	fmt.Fprintf(&b, `<path d="M%s %sV%sH%s" fill="none" stroke="#333333" stroke-width="2"/>`,
-		num(left), num(top), num(top+chartPlotH), num(left+plotW))
+		svgNum(left), svgNum(top), svgNum(top+chartPlotH), svgNum(left+plotW))
 	fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`,
-		num(left+plotW/2), num(height-14), esc(c.XLabel))
+		svgNum(left+plotW/2), svgNum(height-14), svgText(c.XLabel))
 	fmt.Fprintf(&b, `<text transform="translate(%s %s) rotate(-90)" text-anchor="middle">%s</text>`,
-		num(chartFont+4), num(top+chartPlotH/2), esc(c.YLabel))
+		svgNum(chartFont+4), svgNum(top+chartPlotH/2), svgText(c.YLabel))
 
 	// Series, reference lines under measured ones.
 	drawn := false
@@ -179,12 +184,12 @@ func (c lineChart) svg() template.HTML {
 			for _, seg := range segments(s.Points) {
 				drawn = true
 				if len(seg) == 1 {
-					fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="5" fill="%s"/>`, num(x(seg[0].X)), num(y(seg[0].Y)), s.Colour)
+					fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="5" fill="%s"/>`, svgNum(x(seg[0].X)), svgNum(y(seg[0].Y)), s.Colour)
 					continue
 				}
 				pts := make([]string, len(seg))
 				for i, p := range seg {
-					pts[i] = num(x(p.X)) + "," + num(y(p.Y))
+					pts[i] = svgNum(x(p.X)) + "," + svgNum(y(p.Y))
 				}
 				fmt.Fprintf(&b, `<polyline points="%s" fill="none" %s/>`, strings.Join(pts, " "), stroke(s))
 			}
@@ -192,7 +197,7 @@ func (c lineChart) svg() template.HTML {
 	}
 	if !drawn {
 		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle" fill="#555555">no data</text>`,
-			num(left+plotW/2), num(top+chartPlotH/2))
+			svgNum(left+plotW/2), svgNum(top+chartPlotH/2))
 	}
 
 	// Legend.
@@ -202,14 +207,14 @@ func (c lineChart) svg() template.HTML {
 		for _, i := range items {
 			s := c.Series[i]
 			fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" %s/>`,
-				num(lx), num(ly), num(lx+legendSwatch), num(ly), stroke(s))
+				svgNum(lx), svgNum(ly), svgNum(lx+legendSwatch), svgNum(ly), stroke(s))
 			fmt.Fprintf(&b, `<text x="%s" y="%s" dominant-baseline="middle">%s</text>`,
-				num(lx+legendSwatch+8), num(ly), esc(s.Name))
+				svgNum(lx+legendSwatch+8), svgNum(ly), svgText(s.Name))
 			lx += legendItemW(s.Name)
 		}
 	}
 	b.WriteString(`</svg>`)
-	return template.HTML(b.String()) // every outside string went through esc
+	return template.HTML(b.String()) // every outside string went through svgText
 }
 
 // legendRows lays the legend's items (indexes into Series) into rows no
@@ -250,7 +255,7 @@ func segments(pts []chartPoint) [][]chartPoint {
 	var out [][]chartPoint
 	var cur []chartPoint
 	for _, p := range pts {
-		if !finite(p.X) || !finite(p.Y) {
+		if !isFinite(p.X) || !isFinite(p.Y) {
 			if len(cur) > 0 {
 				out = append(out, cur)
 			}
@@ -268,7 +273,7 @@ func segments(pts []chartPoint) [][]chartPoint {
 // niceMax rounds v up to a multiple of a round step (1, 2 or 5 times a
 // power of ten) that cuts [0, v] into about n parts.
 func niceMax(v float64, n int) (top, step float64) {
-	if !(v > 0) || !finite(v) {
+	if !(v > 0) || !isFinite(v) {
 		return 1, 1.0 / float64(n)
 	}
 	raw := v / float64(n)
@@ -302,12 +307,12 @@ func numericTicks(from, to, step float64) []chartTick {
 	return out
 }
 
-// num prints a coordinate: two decimals at most, so output is stable and
+// svgNum prints a coordinate: two decimals at most, so output is stable and
 // small.
-func num(v float64) string {
+func svgNum(v float64) string {
 	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 }
 
-func esc(s string) string { return template.HTMLEscapeString(s) }
+func svgText(s string) string { return template.HTMLEscapeString(s) }
 
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -1,10 +1,12 @@
 package loadtest
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -15,7 +17,7 @@ import (
 // INVALID with its reason above the table and in its column's heading:
 // its figures measure the generator as much as the shop.
 func WriteTable(w io.Writer, r Results) {
-	c := compare(r)
+	c := compareModes(r)
 	fmt.Fprintf(w, "Scenario: %s\n", oneLine(r.Scenario))
 	if d := strings.TrimSpace(r.Description); d != "" {
 		for l := range strings.Lines(d) {
@@ -111,13 +113,16 @@ type comparison struct {
 
 type tableSection struct {
 	Title string
-	Rows  []tableRow
+	// Cols is the table's width in columns: label, modes, ratio.
+	Cols int
+	Rows []tableRow
 }
 
 type tableRow struct {
 	Label string
 	Cells []string
-	// Ratio is the second mode's value over the first's, or "-".
+	// Ratio is the second mode's value over the first's, "-" when that
+	// is undefined, and "" when the table has no ratio column.
 	Ratio string
 	// Verdict is "better" or "worse" for the second mode against the
 	// first, by which way is good for this row; "" when neither is.
@@ -128,18 +133,18 @@ type tableRow struct {
 
 // Which way a figure should move for the budgeted mode to have helped.
 const (
-	neutral      = 0
-	higherBetter = 1
-	lowerBetter  = -1
+	dirNeutral = 0
+	dirHigher  = 1
+	dirLower   = -1
 )
 
-// compare builds the comparison: classes in the order the runs listed
+// compareModes builds the comparison: classes in the order the runs listed
 // them, map keys sorted, so the output is the same every time.
-func compare(r Results) comparison {
+func compareModes(r Results) comparison {
 	modes := slices.Clone(r.Modes)
 	// The naive run is the baseline every ratio divides by.
 	slices.SortStableFunc(modes, func(a, b ModeResult) int {
-		return boolOrder(a.Mode != "naive") - boolOrder(b.Mode != "naive")
+		return cmp.Compare(baselineRank(a.Mode), baselineRank(b.Mode))
 	})
 	c := comparison{Modes: modes}
 	if len(modes) == 2 {
@@ -166,31 +171,31 @@ func compare(r Results) comparison {
 			}
 			return out
 		}
-		s := tableSection{Title: class}
+		s := tableSection{Title: class, Cols: c.cols()}
 		add := func(label string, brief bool, dir int, format string, f func(Summary) float64) {
 			s.Rows = append(s.Rows, c.row(label, brief, dir, format, get(f)))
 		}
-		add("requests", true, neutral, "%.0f", func(s Summary) float64 { return float64(s.Requests) })
-		add("success (good/requests)", true, higherBetter, "%.1f%%", func(s Summary) float64 { return 100 * s.SuccessRatio })
-		add("goodput (good/s)", true, higherBetter, "%.1f", func(s Summary) float64 { return s.Goodput })
-		add("p50 (ms)", true, lowerBetter, "%.1f", func(s Summary) float64 { return s.P50MS })
-		add("p90 (ms)", false, lowerBetter, "%.1f", func(s Summary) float64 { return s.P90MS })
-		add("p99 (ms)", true, lowerBetter, "%.1f", func(s Summary) float64 { return s.P99MS })
-		add("p99.9 (ms)", false, lowerBetter, "%.1f", func(s Summary) float64 { return s.P999MS })
-		add("max (ms)", true, lowerBetter, "%.1f", func(s Summary) float64 { return s.MaxMS })
+		add("requests", true, dirNeutral, "%.0f", func(s Summary) float64 { return float64(s.Requests) })
+		add("success (good/requests)", true, dirHigher, "%.1f%%", func(s Summary) float64 { return 100 * s.SuccessRatio })
+		add("goodput (good/s)", true, dirHigher, "%.1f", func(s Summary) float64 { return s.Goodput })
+		add("p50 (ms)", true, dirLower, "%.1f", func(s Summary) float64 { return s.P50MS })
+		add("p90 (ms)", false, dirLower, "%.1f", func(s Summary) float64 { return s.P90MS })
+		add("p99 (ms)", true, dirLower, "%.1f", func(s Summary) float64 { return s.P99MS })
+		add("p99.9 (ms)", false, dirLower, "%.1f", func(s Summary) float64 { return s.P999MS })
+		add("max (ms)", true, dirLower, "%.1f", func(s Summary) float64 { return s.MaxMS })
 		var kinds []string
 		for _, sum := range sums {
 			if sum != nil {
-				kinds = append(kinds, mapKeys(sum.Failures)...)
+				kinds = append(kinds, sortedKeys(sum.Failures)...)
 			}
 		}
 		for _, k := range sortedUnique(kinds) {
-			add("failed: "+k, false, lowerBetter, "%.0f", func(s Summary) float64 { return float64(s.Failures[k]) })
+			add("failed: "+k, false, dirLower, "%.0f", func(s Summary) float64 { return float64(s.Failures[k]) })
 		}
 		c.Classes = append(c.Classes, s)
 	}
 
-	c.Server = tableSection{Title: "server figures"}
+	c.Server = tableSection{Title: "server figures", Cols: c.cols()}
 	server := func(label string, dir int, format string, f func(ServerFigures) float64) {
 		v := make([]float64, len(modes))
 		for i, m := range modes {
@@ -198,40 +203,47 @@ func compare(r Results) comparison {
 		}
 		c.Server.Rows = append(c.Server.Rows, c.row(label, true, dir, format, v))
 	}
-	server("late completions", lowerBetter, "%.0f", func(s ServerFigures) float64 { return s.LateCompletions })
-	server("late work (s)", lowerBetter, "%.2f", func(s ServerFigures) float64 { return s.LateWorkSeconds })
+	server("late completions", dirLower, "%.0f", func(s ServerFigures) float64 { return s.LateCompletions })
+	server("late work (s)", dirLower, "%.2f", func(s ServerFigures) float64 { return s.LateWorkSeconds })
 	var reasons, services []string
 	cpu := false
 	for _, m := range modes {
-		reasons = append(reasons, mapKeys(m.Server.Skipped)...)
-		services = append(services, mapKeys(m.Server.Amplification)...)
+		reasons = append(reasons, sortedKeys(m.Server.Skipped)...)
+		services = append(services, sortedKeys(m.Server.Amplification)...)
 		cpu = cpu || m.Server.CPUSecondsPerGoodCheckout != 0
 	}
 	for _, k := range sortedUnique(reasons) {
 		// Skipping work nobody will wait for is the point of a budget,
 		// so more is not worse.
-		server("skipped: "+k, neutral, "%.0f", func(s ServerFigures) float64 { return s.Skipped[k] })
+		server("skipped: "+k, dirNeutral, "%.0f", func(s ServerFigures) float64 { return s.Skipped[k] })
 	}
-	server("breaker opens", neutral, "%.0f", func(s ServerFigures) float64 { return s.BreakerOpens })
-	server("pool rejections", neutral, "%.0f", func(s ServerFigures) float64 { return s.PoolRejections })
+	server("breaker opens", dirNeutral, "%.0f", func(s ServerFigures) float64 { return s.BreakerOpens })
+	server("pool rejections", dirNeutral, "%.0f", func(s ServerFigures) float64 { return s.PoolRejections })
 	for _, k := range sortedUnique(services) {
-		server("amplification: "+k+" (calls/request)", lowerBetter, "%.2f", func(s ServerFigures) float64 { return s.Amplification[k] })
+		server("amplification: "+k+" (calls/request)", dirLower, "%.2f", func(s ServerFigures) float64 { return s.Amplification[k] })
 	}
-	server("retries", lowerBetter, "%.0f", func(s ServerFigures) float64 { return s.Retries })
-	server("duplicate charges", lowerBetter, "%.0f", func(s ServerFigures) float64 { return s.DuplicateCharges })
+	server("retries", dirLower, "%.0f", func(s ServerFigures) float64 { return s.Retries })
+	server("duplicate charges", dirLower, "%.0f", func(s ServerFigures) float64 { return s.DuplicateCharges })
 	if cpu {
-		server("CPU s per good checkout", lowerBetter, "%.4f", func(s ServerFigures) float64 { return s.CPUSecondsPerGoodCheckout })
+		server("CPU s per good checkout", dirLower, "%.4f", func(s ServerFigures) float64 { return s.CPUSecondsPerGoodCheckout })
 	}
 	return c
+}
+
+func (c comparison) cols() int {
+	if c.RatioHead != "" {
+		return len(c.Modes) + 2
+	}
+	return len(c.Modes) + 1
 }
 
 // row formats one figure across the modes; NaN means the mode has no
 // such figure and prints as "-".
 func (c comparison) row(label string, brief bool, dir int, format string, v []float64) tableRow {
-	row := tableRow{Label: label, Brief: brief, Ratio: "-"}
+	row := tableRow{Label: label, Brief: brief}
 	for _, x := range v {
 		cell := "-"
-		if finite(x) {
+		if isFinite(x) {
 			cell = fmt.Sprintf(format, x)
 		}
 		row.Cells = append(row.Cells, cell)
@@ -239,16 +251,17 @@ func (c comparison) row(label string, brief bool, dir int, format string, v []fl
 	if c.RatioHead == "" || len(v) != 2 {
 		return row
 	}
+	row.Ratio = "-"
 	base, x := v[0], v[1]
-	if !finite(base) || !finite(x) {
+	if !isFinite(base) || !isFinite(x) {
 		return row
 	}
 	if base != 0 {
 		row.Ratio = formatRatio(x / base)
 	}
 	// Within 1% is a tie, not a verdict.
-	if d := x - base; dir != neutral && math.Abs(d) > 0.01*max(math.Abs(base), math.Abs(x)) {
-		if (d > 0) == (dir == higherBetter) {
+	if d := x - base; dir != dirNeutral && math.Abs(d) > 0.01*max(math.Abs(base), math.Abs(x)) {
+		if (d > 0) == (dir == dirHigher) {
 			row.Verdict = "better"
 		} else {
 			row.Verdict = "worse"
@@ -259,14 +272,17 @@ func (c comparison) row(label string, brief bool, dir int, format string, v []fl
 
 func formatRatio(q float64) string {
 	switch {
-	case !finite(q):
+	case !isFinite(q):
 		return "-"
 	case q >= 100:
 		return fmt.Sprintf("%.0fx", q)
 	case q >= 10:
 		return fmt.Sprintf("%.1fx", q)
+	case q >= 0.01 || q == 0:
+		return fmt.Sprintf("%.2fx", q)
 	}
-	return fmt.Sprintf("%.2fx", q)
+	// Two significant digits, so a hundredfold cut does not read 0.00x.
+	return strconv.FormatFloat(q, 'g', 2, 64) + "x"
 }
 
 // classNames lists the classes of every mode, in the order the runs
@@ -295,7 +311,7 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-func mapKeys[V any](m map[string]V) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
@@ -310,9 +326,9 @@ func sortedUnique(s []string) []string {
 	return slices.Compact(s)
 }
 
-func boolOrder(b bool) int {
-	if b {
-		return 1
+func baselineRank(mode string) int {
+	if mode == "naive" {
+		return 0
 	}
-	return 0
+	return 1
 }

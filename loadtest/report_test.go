@@ -1,0 +1,477 @@
+package loadtest
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+)
+
+// sampleResults is a hand-built run: two modes, two classes, ten seconds,
+// a quiet phase and then a faulty one, with gauges. The budgeted run is
+// marked invalid so the marker shows.
+func sampleResults() Results {
+	series := func(p99 func(t int) float64, good func(t int) int) []Second {
+		var out []Second
+		for t := range 10 {
+			out = append(out, Second{T: t, Requests: 20, Good: good(t), P50MS: p99(t) / 4, P99MS: p99(t)})
+		}
+		return out
+	}
+	faulty := func(t int) bool { return t >= 4 }
+	phases := []PhaseSpan{
+		{Name: "steady", StartS: 0, EndS: 4},
+		{Name: "payments slow", StartS: 4, EndS: 10, Faulty: true},
+	}
+	naive := ModeResult{
+		Mode:   "naive",
+		Valid:  true,
+		Phases: phases,
+		Classes: []Summary{
+			{Class: "checkout", Requests: 200, OK: 150, Good: 120, SuccessRatio: 0.6, Goodput: 12, P50MS: 180, P90MS: 1900, P99MS: 2400, P999MS: 2950, MaxMS: 3000,
+				Failures: map[string]int{FailDeadline: 70, FailTransport: 10}},
+			{Class: "browse", Requests: 200, OK: 200, Good: 190, SuccessRatio: 0.95, Goodput: 19, P50MS: 20, P90MS: 60, P99MS: 300, P999MS: 450, MaxMS: 500,
+				Failures: map[string]int{}},
+		},
+		Series: map[string][]Second{
+			"checkout": series(func(t int) float64 {
+				if faulty(t) {
+					return 2400
+				}
+				return 150
+			}, func(t int) int {
+				if faulty(t) {
+					return 7
+				}
+				return 20
+			}),
+			"browse": series(func(t int) float64 { return 250 }, func(t int) int { return 19 }),
+		},
+		Server: ServerFigures{
+			LateCompletions: 90, LateWorkSeconds: 75.5,
+			Skipped:       map[string]float64{},
+			Amplification: map[string]float64{"payments": 3.2, "orders": 1},
+			Retries:       310, DuplicateCharges: 4,
+		},
+		PoolInFlight: map[string][]float64{
+			"gateway/http":     {5, 5, 6, 5, 30, 60, 64, 64, 64, 63},
+			"payments/charges": {2, 2, 2, 2, 20, 32, 32, 32, 32, 32},
+		},
+		BreakerState: map[string][]float64{},
+	}
+	budgeted := ModeResult{
+		Mode:    "budgeted",
+		Valid:   false,
+		Invalid: "generator fell behind: schedule lag p99 14ms",
+		Phases:  phases,
+		Classes: []Summary{
+			{Class: "checkout", Requests: 200, OK: 190, Good: 190, SuccessRatio: 0.95, Goodput: 19, P50MS: 60, P90MS: 400, P99MS: 800, P999MS: 900, MaxMS: 950,
+				Failures: map[string]int{FailBreaker: 6, FailBudget: 4}},
+			{Class: "browse", Requests: 200, OK: 200, Good: 200, SuccessRatio: 1, Goodput: 20, P50MS: 18, P90MS: 40, P99MS: 90, P999MS: 110, MaxMS: 120,
+				Failures: map[string]int{}},
+		},
+		Series: map[string][]Second{
+			"checkout": series(func(t int) float64 {
+				if faulty(t) {
+					return 800
+				}
+				return 140
+			}, func(t int) int {
+				if faulty(t) {
+					return 18
+				}
+				return 20
+			}),
+			"browse": series(func(t int) float64 { return 90 }, func(t int) int { return 20 }),
+		},
+		Server: ServerFigures{
+			LateCompletions: 3, LateWorkSeconds: 0.25,
+			Skipped:      map[string]float64{"budget_floor": 4, "expired": 12},
+			BreakerOpens: 1, PoolRejections: 6,
+			Amplification: map[string]float64{"payments": 1.1, "orders": 1},
+			Retries:       14,
+		},
+		PoolInFlight: map[string][]float64{
+			"gateway/http":     {5, 5, 5, 5, 12, 14, 14, 13, 14, 14},
+			"payments/charges": {2, 2, 2, 2, 8, 8, 8, 8, 8, 8},
+		},
+		BreakerState: map[string][]float64{
+			"orders/payments":   {0, 0, 0, 0, 0, 2, 2, 1, 2, 2},
+			"gateway/inventory": {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		},
+	}
+	return Results{
+		Scenario:    "slow-payments",
+		Description: "Payments answer in 2 s for six seconds.\nCheckout waits on payments; browse does not.",
+		StartedAt:   "2026-03-01T09:30:00Z",
+		Modes:       []ModeResult{naive, budgeted},
+	}
+}
+
+func renderHTML(t *testing.T, r Results) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatalf("WriteHTML: %v", err)
+	}
+	return b.String()
+}
+
+func TestWriteHTML(t *testing.T) {
+	page := renderHTML(t, sampleResults())
+	if path := os.Getenv("MERCADO_SAMPLE_REPORT"); path != "" {
+		if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("parses as HTML with balanced tags", func(t *testing.T) {
+		assertBalanced(t, page)
+		if _, err := html.Parse(strings.NewReader(page)); err != nil {
+			t.Fatalf("html.Parse: %v", err)
+		}
+	})
+
+	t.Run("self-contained", func(t *testing.T) {
+		doc, err := html.Parse(strings.NewReader(page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range doc.Descendants() {
+			if n.Type != html.ElementNode {
+				continue
+			}
+			switch n.Data {
+			case "script", "link", "iframe", "img", "object", "embed":
+				t.Errorf("page has a <%s> element", n.Data)
+			}
+			for _, a := range n.Attr {
+				if a.Key == "src" || a.Key == "href" || a.Key == "xlink:href" {
+					t.Errorf("<%s %s=%q>: the page must load nothing", n.Data, a.Key, a.Val)
+				}
+			}
+		}
+		for _, s := range []string{"http://", "https://", "@import", "url("} {
+			if strings.Contains(page, s) {
+				t.Errorf("page contains %q", s)
+			}
+		}
+	})
+
+	t.Run("one well-formed svg per chart", func(t *testing.T) {
+		svgs := svgFragments(page)
+		// p99 and goodput for 2 classes, pools for 2 modes, and breakers
+		// for the one mode that has them.
+		if len(svgs) != 7 {
+			t.Fatalf("got %d <svg> elements, want 7", len(svgs))
+		}
+		for i, s := range svgs {
+			if err := wellFormed(s); err != nil {
+				t.Errorf("svg %d is not well-formed XML: %v", i, err)
+			}
+			if strings.Contains(s, "NaN") || strings.Contains(s, "Inf") {
+				t.Errorf("svg %d has a NaN or Inf coordinate", i)
+			}
+			if !strings.Contains(s, `<rect class="fault"`) {
+				t.Errorf("svg %d has no shaded fault window", i)
+			}
+		}
+	})
+
+	t.Run("content", func(t *testing.T) {
+		for _, want := range []string{
+			"slow-payments", "Payments answer in 2 s", "2026-03-01T09:30:00Z",
+			"naive", "budgeted", "checkout", "browse",
+			"INVALID run: budgeted: generator fell behind: schedule lag p99 14ms",
+			"fault: payments slow",
+			"budgeted/naive", ">0.33x<", ">1.58x<", // p99 and success of checkout
+			"late work (s)", "skipped: expired", "amplification: payments (calls/request)", "duplicate charges",
+			"failed: deadline", "failed: breaker",
+			"gateway/http", "orders/payments", "half-open", "no breaker gauges were sampled in this mode",
+			"p99 latency (ms)", "good answers per second", "in flight (requests)", "time since start of run (s)",
+		} {
+			if !strings.Contains(page, want) {
+				t.Errorf("page lacks %q", want)
+			}
+		}
+	})
+}
+
+func TestWriteHTMLEscapes(t *testing.T) {
+	r := sampleResults()
+	r.Scenario = `<script>alert("x")</script>`
+	r.Description = `</p><img src=x onerror=alert(1)>`
+	r.Modes[0].Classes[0].Class = `<b>checkout</b>`
+	r.Modes[0].Series[`<b>checkout</b>`] = r.Modes[0].Series["checkout"]
+	r.Modes[1].PoolInFlight[`"><script>`] = []float64{100}
+	r.Modes[1].Invalid = `<i>lag</i>`
+	page := renderHTML(t, r)
+
+	if strings.Contains(strings.ToLower(page), "<script") || strings.Contains(page, "<img") || strings.Contains(page, "<b>") || strings.Contains(page, "<i>") {
+		t.Error("a name from the results reached the page unescaped")
+	}
+	for _, want := range []string{"&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;", "&lt;b&gt;checkout&lt;/b&gt;", "&lt;i&gt;lag&lt;/i&gt;"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks escaped %q", want)
+		}
+	}
+	assertBalanced(t, page)
+	for i, s := range svgFragments(page) {
+		if err := wellFormed(s); err != nil {
+			t.Errorf("svg %d: %v", i, err)
+		}
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var b strings.Builder
+	WriteTable(&b, sampleResults())
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	for _, want := range []string{
+		"Scenario: slow-payments",
+		"!!! budgeted run INVALID: generator fell behind: schedule lag p99 14ms",
+		"budgeted (INVALID)",
+		"budgeted/naive",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// Rows: label, naive, budgeted, ratio, in the checkout section.
+	for _, want := range [][]string{
+		{"requests", "200", "200", "1.00x"},
+		{"success (good/requests)", "60.0%", "95.0%", "1.58x"},
+		{"goodput (good/s)", "12.0", "19.0", "1.58x"},
+		{"p50 (ms)", "180.0", "60.0", "0.33x"},
+		{"p99 (ms)", "2400.0", "800.0", "0.33x"},
+		{"max (ms)", "3000.0", "950.0", "0.32x"},
+		{"late completions", "90", "3", "0.03x"},
+		{"late work (s)", "75.50", "0.25", "0.0033x"},
+		{"skipped: expired", "0", "12", "-"},
+		{"breaker opens", "0", "1", "-"},
+		{"amplification: payments (calls/request)", "3.20", "1.10", "0.34x"},
+		{"retries", "310", "14", "0.05x"},
+		{"duplicate charges", "4", "0", "0.00x"},
+	} {
+		if !hasRow(lines, want) {
+			t.Errorf("table has no row %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "p99.9") || strings.Contains(out, "failed:") {
+		t.Error("the terminal table should keep to the brief rows")
+	}
+	if i, j := strings.Index(out, "\ncheckout\n"), strings.Index(out, "\nbrowse\n"); i < 0 || j < 0 || i > j {
+		t.Errorf("want the checkout section before browse:\n%s", out)
+	}
+}
+
+func TestReportsAreDeterministic(t *testing.T) {
+	r := sampleResults()
+	first := renderHTML(t, r)
+	var table strings.Builder
+	WriteTable(&table, r)
+	for range 5 {
+		if renderHTML(t, r) != first {
+			t.Fatal("two HTML renders of the same results differ")
+		}
+		var again strings.Builder
+		WriteTable(&again, r)
+		if again.String() != table.String() {
+			t.Fatal("two table renders of the same results differ")
+		}
+	}
+}
+
+func TestReportsOfEmptyOrZeroRuns(t *testing.T) {
+	zeroSeries := make([]Second, 10)
+	for i := range zeroSeries {
+		zeroSeries[i].T = i
+	}
+	for name, r := range map[string]Results{
+		"no modes":   {},
+		"empty mode": {Modes: []ModeResult{{Mode: "naive", Valid: true}}},
+		"all zero": {Modes: []ModeResult{
+			{Mode: "naive", Valid: true, Classes: []Summary{{Class: "checkout"}},
+				Series:       map[string][]Second{"checkout": zeroSeries},
+				PoolInFlight: map[string][]float64{"gateway/http": make([]float64, 10)},
+				BreakerState: map[string][]float64{"orders/payments": make([]float64, 10)},
+				Phases:       []PhaseSpan{{Name: "instant", StartS: 3, EndS: 3, Faulty: true}}},
+			{Mode: "budgeted", Valid: true, Classes: []Summary{{Class: "checkout"}},
+				Series:       map[string][]Second{"checkout": {}},
+				PoolInFlight: map[string][]float64{"gateway/http": {}}},
+		}},
+		"not finite": {Modes: []ModeResult{{Mode: "naive", Valid: true,
+			Classes:      []Summary{{Class: "checkout", P99MS: math.NaN(), Goodput: math.Inf(1)}},
+			Series:       map[string][]Second{"checkout": {{T: 0, Requests: 1, P99MS: math.NaN()}, {T: 1, Requests: 1, P99MS: math.Inf(1)}}},
+			PoolInFlight: map[string][]float64{"gateway/http": {math.NaN(), 3}},
+			Phases:       []PhaseSpan{{Name: "odd", StartS: math.NaN(), EndS: math.Inf(1), Faulty: true}}}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			page := renderHTML(t, r)
+			assertBalanced(t, page)
+			for i, s := range svgFragments(page) {
+				if err := wellFormed(s); err != nil {
+					t.Errorf("svg %d: %v", i, err)
+				}
+				if strings.Contains(s, "NaN") || strings.Contains(s, "Inf") {
+					t.Errorf("svg %d has a NaN or Inf coordinate:\n%s", i, s)
+				}
+			}
+			var b strings.Builder
+			WriteTable(&b, r)
+		})
+	}
+
+	t.Run("bare chart", func(t *testing.T) {
+		for _, c := range []lineChart{
+			{},
+			{Series: []chartSeries{{Name: "flat", Points: []chartPoint{{0, 0}, {1, 0}}}}},
+			{Series: []chartSeries{{Name: "one point", Points: []chartPoint{{0, 5}}}}, YMin: 3, YMax: 3},
+			{Series: []chartSeries{{Name: "gaps", Points: []chartPoint{{math.NaN(), 1}, {2, math.NaN()}}}}},
+		} {
+			s := string(c.svg())
+			if err := wellFormed(s); err != nil {
+				t.Errorf("%+v: %v", c, err)
+			}
+			if strings.Contains(s, "NaN") || strings.Contains(s, "Inf") {
+				t.Errorf("%+v: NaN or Inf in %s", c, s)
+			}
+		}
+	})
+}
+
+func TestNiceMax(t *testing.T) {
+	for _, tc := range []struct{ v, top, step float64 }{
+		{0, 1, 0.2},
+		{1, 1, 0.2},
+		{7, 8, 2},
+		{64, 80, 20},
+		{2400, 2500, 500},
+		{0.03, 0.03, 0.01},
+	} {
+		top, step := niceMax(tc.v, 5)
+		if math.Abs(top-tc.top) > 1e-9 || math.Abs(step-tc.step) > 1e-9 {
+			t.Errorf("niceMax(%v) = %v, %v; want %v, %v", tc.v, top, step, tc.top, tc.step)
+		}
+	}
+}
+
+func ExampleWriteTable() {
+	WriteTable(os.Stdout, Results{
+		Scenario: "demo",
+		Modes: []ModeResult{
+			{Mode: "budgeted", Valid: true, Classes: []Summary{{Class: "checkout", Requests: 100, SuccessRatio: 0.9, Goodput: 9, P50MS: 40, P99MS: 300, MaxMS: 400}},
+				Server: ServerFigures{LateCompletions: 1, Retries: 5}},
+			{Mode: "naive", Valid: false, Invalid: "sent 90 of 100 checkout requests", Classes: []Summary{{Class: "checkout", Requests: 90, SuccessRatio: 0.5, Goodput: 4.5, P50MS: 80, P99MS: 2000, MaxMS: 2500}},
+				Server: ServerFigures{LateCompletions: 40}},
+		},
+	})
+	// Output:
+	// Scenario: demo
+	//
+	// !!! naive run INVALID: sent 90 of 100 checkout requests
+	//
+	//                             naive (INVALID)   budgeted   budgeted/naive
+	// checkout
+	//   requests                               90        100            1.11x
+	//   success (good/requests)             50.0%      90.0%            1.80x
+	//   goodput (good/s)                      4.5        9.0            2.00x
+	//   p50 (ms)                             80.0       40.0            0.50x
+	//   p99 (ms)                           2000.0      300.0            0.15x
+	//   max (ms)                           2500.0      400.0            0.16x
+	// server figures
+	//   late completions                       40          1            0.03x
+	//   late work (s)                        0.00       0.00                -
+	//   breaker opens                           0          0                -
+	//   pool rejections                         0          0                -
+	//   retries                                 0          5                -
+	//   duplicate charges                       0          0                -
+}
+
+// hasRow reports whether some line holds exactly these cells, separated
+// by runs of spaces.
+func hasRow(lines []string, cells []string) bool {
+	var quoted []string
+	for _, c := range cells {
+		quoted = append(quoted, regexp.QuoteMeta(c))
+	}
+	re := regexp.MustCompile(`^\s*` + strings.Join(quoted, `\s{2,}`) + `\s*$`)
+	for _, l := range lines {
+		if re.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// svgFragments cuts every <svg>…</svg> out of the page.
+func svgFragments(page string) []string {
+	var out []string
+	for {
+		i := strings.Index(page, "<svg")
+		if i < 0 {
+			return out
+		}
+		j := strings.Index(page[i:], "</svg>")
+		if j < 0 {
+			return append(out, page[i:])
+		}
+		out = append(out, page[i:i+j+len("</svg>")])
+		page = page[i+j+len("</svg>"):]
+	}
+}
+
+// wellFormed checks a fragment with a strict XML decoder.
+func wellFormed(fragment string) error {
+	d := xml.NewDecoder(strings.NewReader(fragment))
+	d.Strict = true
+	for {
+		_, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// assertBalanced checks that every element the page opens it also
+// closes, in order: html.Parse would quietly repair a page that does not.
+func assertBalanced(t *testing.T, page string) {
+	t.Helper()
+	void := map[string]bool{"meta": true, "br": true, "link": true, "img": true, "hr": true, "input": true}
+	z := html.NewTokenizer(strings.NewReader(page))
+	var open []string
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			if !errors.Is(z.Err(), io.EOF) {
+				t.Fatalf("tokenizer: %v", z.Err())
+			}
+			if len(open) > 0 {
+				t.Fatalf("unclosed elements at the end: %v", open)
+			}
+			return
+		case html.StartTagToken:
+			name, _ := z.TagName()
+			if !void[string(name)] {
+				open = append(open, string(name))
+			}
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			if len(open) == 0 || open[len(open)-1] != string(name) {
+				t.Fatalf("</%s> closes %v", name, open)
+			}
+			open = open[:len(open)-1]
+		}
+	}
+}
