@@ -1,10 +1,12 @@
 package loadtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,6 +139,7 @@ func runClass(ctx context.Context, o Options, c Class) []Sample {
 		s.Failure = classify(r)
 		samples = append(samples, s)
 	}
+	slices.SortFunc(samples, func(a, b Sample) int { return cmp.Compare(a.Seq, b.Seq) })
 	for i := range samples {
 		s := &samples[i]
 		s.Intended = began.Add(time.Duration(s.Seq) * interval)
