@@ -390,7 +390,8 @@ func TestCheckoutIdempotencyKeyHeader(t *testing.T) {
 		{"semicolon in a token", "abc;def", http.StatusBadRequest, "neither a quoted string nor a token"},
 		{"unterminated quote", `"abc`, http.StatusBadRequest, "unterminated"},
 		{"a lone quote", `"`, http.StatusBadRequest, "unterminated"},
-		{"empty quoted string", `""`, http.StatusBadRequest, "must not be empty"},
+		{"empty", "", http.StatusBadRequest, "Idempotency-Key is required"},
+		{"empty quoted string", `""`, http.StatusBadRequest, "Idempotency-Key is required"},
 		{"escape in a quoted string", `"a\"b"`, http.StatusBadRequest, "escapes"},
 		{"non-ASCII in a quoted string", "\"caf\u00e9\"", http.StatusBadRequest, "printable ASCII"},
 	}

@@ -114,17 +114,20 @@ func (s *Service) placeOnce(ctx context.Context, req PlaceRequest) (Order, error
 		case !rec.Completed:
 			return Order{}, errKeyInFlight
 		}
-		var o Order
-		if err := json.Unmarshal(rec.Response, &o); err != nil {
+		var a storedAnswer
+		if err := json.Unmarshal(rec.Response, &a); err != nil {
 			return Order{}, fmt.Errorf("replaying key %q: %w", req.IdempotencyKey, err)
 		}
-		return o, nil
+		if a.Code != codes.OK {
+			return Order{}, status.Error(a.Code, a.Message)
+		}
+		return a.Order, nil
 	}
 
 	o, err := s.place(ctx, req)
 	bctx, cancel := bookkeeping(ctx)
 	defer cancel()
-	if err != nil {
+	if err != nil && o.ChargeID == "" {
 		// Nothing was charged: the order failed and its stock is back.
 		// Let the client's retry try again.
 		if rerr := s.keys.Release(bctx, req.IdempotencyKey); rerr != nil {
@@ -132,11 +135,24 @@ func (s *Service) placeOnce(ctx context.Context, req PlaceRequest) (Order, error
 		}
 		return o, err
 	}
-	answer, _ := json.Marshal(o)
-	if cerr := s.keys.Complete(bctx, req.IdempotencyKey, answer); cerr != nil {
+	// The answer is final — an order, or a failure after the money was
+	// taken (a retry must not charge again): store it for replay.
+	a := storedAnswer{Order: o}
+	if err != nil {
+		a = storedAnswer{Code: apperr.GRPCCode(err), Message: err.Error()}
+	}
+	b, _ := json.Marshal(a)
+	if cerr := s.keys.Complete(bctx, req.IdempotencyKey, b); cerr != nil {
 		s.log.Error("storing the answer of an idempotency key", "key", req.IdempotencyKey, "err", cerr)
 	}
-	return o, nil
+	return o, err
+}
+
+// storedAnswer is what a completed key replays: the order, or the error.
+type storedAnswer struct {
+	Order   Order      `json:"order"`
+	Code    codes.Code `json:"code,omitempty"`
+	Message string     `json:"message,omitempty"`
 }
 
 // ReapKeys deletes keys older than the retention, in batches.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,15 +15,40 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
+	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/services/orders"
 )
 
 // The fakes below share one call log, so a test can check the order in
 // which the service called its dependencies. Each one also records what
 // the context looked like when it was called: bookkeeping must work even
-// after the request's context has ended.
+// after the request's context has ended. They are safe for concurrent use:
+// some tests run two checkouts at once.
 
-type callLog []string
+type callLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *callLog) add(call string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, call)
+}
+
+// get returns the calls made so far.
+func (l *callLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.calls)
+}
+
+// reset forgets the calls made so far.
+func (l *callLog) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = nil
+}
 
 type ctxKey struct{}
 
@@ -45,6 +71,7 @@ func see(ctx context.Context) ctxSeen {
 
 type fakeStore struct {
 	log       *callLog
+	mu        sync.Mutex
 	orders    map[string]orders.Order
 	createErr error
 	updates   []orders.Order
@@ -54,7 +81,9 @@ type fakeStore struct {
 var _ orders.Store = (*fakeStore)(nil)
 
 func (s *fakeStore) Create(ctx context.Context, o orders.Order) error {
-	*s.log = append(*s.log, "store.Create")
+	s.log.add("store.Create")
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.createErr != nil {
 		return s.createErr
 	}
@@ -63,7 +92,9 @@ func (s *fakeStore) Create(ctx context.Context, o orders.Order) error {
 }
 
 func (s *fakeStore) Update(ctx context.Context, o orders.Order) error {
-	*s.log = append(*s.log, "store.Update:"+o.Status)
+	s.log.add("store.Update:" + o.Status)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.updates = append(s.updates, o)
 	s.updateCtx = append(s.updateCtx, see(ctx))
 	s.orders[o.ID] = o
@@ -71,6 +102,8 @@ func (s *fakeStore) Update(ctx context.Context, o orders.Order) error {
 }
 
 func (s *fakeStore) Get(ctx context.Context, id string) (orders.Order, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	o, ok := s.orders[id]
 	if !ok {
 		return orders.Order{}, apperr.New(apperr.NotFound, "unknown order %q", id)
@@ -78,8 +111,77 @@ func (s *fakeStore) Get(ctx context.Context, id string) (orders.Order, error) {
 	return o, nil
 }
 
+func (s *fakeStore) List(ctx context.Context, f orders.Filter) ([]orders.Order, error) {
+	s.log.add("store.List")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []orders.Order
+	for _, o := range s.orders {
+		if o.Status == f.Status && (f.ShipmentStatus == "" || o.ShipmentStatus == f.ShipmentStatus) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// all returns every stored order.
+func (s *fakeStore) all() []orders.Order {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []orders.Order
+	for _, o := range s.orders {
+		out = append(out, o)
+	}
+	return out
+}
+
+// fakeKeys is the real in-memory key store, with its calls logged and the
+// context of its bookkeeping calls (Complete, Release) recorded.
+type fakeKeys struct {
+	log      *callLog
+	keys     *orders.MemKeys
+	claimErr error
+
+	mu  sync.Mutex
+	ctx []ctxSeen
+}
+
+var _ orders.Keys = (*fakeKeys)(nil)
+
+func (k *fakeKeys) Claim(ctx context.Context, key, hash string, now, leaseUntil time.Time) (orders.KeyRecord, bool, error) {
+	k.log.add("keys.Claim")
+	if k.claimErr != nil {
+		return orders.KeyRecord{}, false, k.claimErr
+	}
+	return k.keys.Claim(ctx, key, hash, now, leaseUntil)
+}
+
+func (k *fakeKeys) Complete(ctx context.Context, key string, response []byte) error {
+	k.log.add("keys.Complete")
+	k.seen(ctx)
+	return k.keys.Complete(ctx, key, response)
+}
+
+func (k *fakeKeys) Release(ctx context.Context, key string) error {
+	k.log.add("keys.Release")
+	k.seen(ctx)
+	return k.keys.Release(ctx, key)
+}
+
+func (k *fakeKeys) Reap(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	k.log.add("keys.Reap")
+	return k.keys.Reap(ctx, cutoff, limit)
+}
+
+func (k *fakeKeys) seen(ctx context.Context) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ctx = append(k.ctx, see(ctx))
+}
+
 type fakeCatalog struct {
 	log        *callLog
+	mu         sync.Mutex
 	reserveErr error
 	releaseErr error
 	reservedBy []string // order IDs
@@ -90,7 +192,9 @@ type fakeCatalog struct {
 var _ orders.Catalog = (*fakeCatalog)(nil)
 
 func (c *fakeCatalog) Reserve(ctx context.Context, orderID string, items []orders.Item) (orders.Reservation, error) {
-	*c.log = append(*c.log, "catalog.Reserve")
+	c.log.add("catalog.Reserve")
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.reservedBy = append(c.reservedBy, orderID)
 	if c.reserveErr != nil {
 		return orders.Reservation{}, c.reserveErr
@@ -105,38 +209,104 @@ func (c *fakeCatalog) Reserve(ctx context.Context, orderID string, items []order
 }
 
 func (c *fakeCatalog) Release(ctx context.Context, reservationID string) error {
-	*c.log = append(*c.log, "catalog.Release")
+	c.log.add("catalog.Release")
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.released = append(c.released, reservationID)
 	c.releaseCtx = append(c.releaseCtx, see(ctx))
 	return c.releaseErr
 }
 
+func (c *fakeCatalog) releases() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.released)
+}
+
+// fakePayments answers Charge with chargeStatus (succeeded when empty) or
+// err, and the reconciler's Get and Void with what the test set.
 type fakePayments struct {
-	log        *callLog
-	err        error
-	charged    []orders.Order
-	requestIDs []string
+	log *callLog
+
+	mu           sync.Mutex
+	err          error
+	chargeStatus string
+	charged      []orders.Order
 	// during runs inside Charge, to end the request's context mid-call.
 	during func()
+	// entered, when set, is sent to when Charge starts; Charge then waits
+	// for release to close.
+	entered chan<- struct{}
+	release <-chan struct{}
+
+	got     orders.Charge
+	getErr  error
+	gets    []string
+	voided  orders.Charge
+	voidErr error
+	voids   []string
 }
 
 var _ orders.Payments = (*fakePayments)(nil)
 
-func (p *fakePayments) Charge(ctx context.Context, o orders.Order, requestID string) (string, error) {
-	*p.log = append(*p.log, "payments.Charge")
+func (p *fakePayments) Charge(ctx context.Context, o orders.Order) (orders.Charge, error) {
+	p.log.add("payments.Charge")
+	p.mu.Lock()
 	p.charged = append(p.charged, o)
-	p.requestIDs = append(p.requestIDs, requestID)
-	if p.during != nil {
-		p.during()
+	during, entered, release := p.during, p.entered, p.release
+	p.mu.Unlock()
+	if entered != nil {
+		entered <- struct{}{}
+		<-release
 	}
+	if during != nil {
+		during()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.err != nil {
-		return "", p.err
+		return orders.Charge{}, p.err
 	}
-	return "ch-1", nil
+	st := p.chargeStatus
+	if st == "" {
+		st = "succeeded"
+	}
+	return orders.Charge{ID: "ch-1", Status: st}, nil
+}
+
+func (p *fakePayments) Get(ctx context.Context, key string) (orders.Charge, error) {
+	p.log.add("payments.Get")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gets = append(p.gets, key)
+	return p.got, p.getErr
+}
+
+func (p *fakePayments) Void(ctx context.Context, key string) (orders.Charge, error) {
+	p.log.add("payments.Void")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.voids = append(p.voids, key)
+	return p.voided, p.voidErr
+}
+
+// set changes the fake under its lock, for tests whose checkouts or
+// workers run on other goroutines.
+func (p *fakePayments) set(f func(p *fakePayments)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(p)
+}
+
+func (p *fakePayments) charges() []orders.Order {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.charged)
 }
 
 type fakeShipping struct {
 	log     *callLog
+	mu      sync.Mutex
 	err     error
 	shipped []orders.Order
 	during  func()
@@ -145,26 +315,61 @@ type fakeShipping struct {
 var _ orders.Shipping = (*fakeShipping)(nil)
 
 func (s *fakeShipping) Ship(ctx context.Context, o orders.Order) (string, error) {
-	*s.log = append(*s.log, "shipping.Ship")
+	s.log.add("shipping.Ship")
+	s.mu.Lock()
 	s.shipped = append(s.shipped, o)
-	if s.during != nil {
-		s.during()
+	during, err := s.during, s.err
+	s.mu.Unlock()
+	if during != nil {
+		during()
 	}
-	if s.err != nil {
-		return "", s.err
+	if err != nil {
+		return "", err
 	}
 	return "shp-1", nil
 }
 
-// shop is a Service over fakes.
+func (s *fakeShipping) setErr(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err = err
+}
+
+func settingsOf(m mode.Mode) mode.Settings {
+	return mode.Settings{Mode: m, Mechanisms: m.Mechanisms()}
+}
+
+// shop is a Service over fakes, in budgeted mode (idempotency on) unless
+// the test stores other settings.
 type shop struct {
 	svc      *orders.Service
 	log      *callLog
 	store    *fakeStore
+	keys     *fakeKeys
 	catalog  *fakeCatalog
 	payments *fakePayments
 	shipping *fakeShipping
-	logs     *bytes.Buffer
+	settings *mode.Live
+	logs     *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from several
+// goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 func newShop(t *testing.T) *shop {
@@ -173,12 +378,17 @@ func newShop(t *testing.T) *shop {
 	s := &shop{
 		log:      log,
 		store:    &fakeStore{log: log, orders: map[string]orders.Order{}},
+		keys:     &fakeKeys{log: log, keys: orders.NewMemKeys()},
 		catalog:  &fakeCatalog{log: log},
 		payments: &fakePayments{log: log},
 		shipping: &fakeShipping{log: log},
-		logs:     &bytes.Buffer{},
+		settings: mode.NewLive(settingsOf(mode.Budgeted)),
+		logs:     &syncBuffer{},
 	}
-	svc, err := orders.NewService(s.store, s.catalog, s.payments, s.shipping, slog.New(slog.NewJSONHandler(s.logs, nil)))
+	svc, err := orders.NewService(orders.Deps{
+		Store: s.store, Keys: s.keys, Catalog: s.catalog, Payments: s.payments, Shipping: s.shipping,
+		Settings: s.settings, Log: slog.New(slog.NewJSONHandler(s.logs, nil)),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,24 +414,34 @@ func codeOf(err error) apperr.Code {
 
 func TestNewServiceRequiresDependencies(t *testing.T) {
 	log := &callLog{}
-	store, cat, pay, ship := &fakeStore{log: log}, &fakeCatalog{log: log}, &fakePayments{log: log}, &fakeShipping{log: log}
-	logger := slog.New(slog.DiscardHandler)
+	full := orders.Deps{
+		Store: &fakeStore{log: log}, Keys: orders.NewMemKeys(), Catalog: &fakeCatalog{log: log},
+		Payments: &fakePayments{log: log}, Shipping: &fakeShipping{log: log},
+		Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: slog.New(slog.DiscardHandler),
+	}
 	tests := []struct {
 		name string
-		make func() (*orders.Service, error)
+		drop func(*orders.Deps)
 	}{
-		{"no store", func() (*orders.Service, error) { return orders.NewService(nil, cat, pay, ship, logger) }},
-		{"no catalog", func() (*orders.Service, error) { return orders.NewService(store, nil, pay, ship, logger) }},
-		{"no payments", func() (*orders.Service, error) { return orders.NewService(store, cat, nil, ship, logger) }},
-		{"no shipping", func() (*orders.Service, error) { return orders.NewService(store, cat, pay, nil, logger) }},
-		{"no logger", func() (*orders.Service, error) { return orders.NewService(store, cat, pay, ship, nil) }},
+		{"no store", func(d *orders.Deps) { d.Store = nil }},
+		{"no keys", func(d *orders.Deps) { d.Keys = nil }},
+		{"no catalog", func(d *orders.Deps) { d.Catalog = nil }},
+		{"no payments", func(d *orders.Deps) { d.Payments = nil }},
+		{"no shipping", func(d *orders.Deps) { d.Shipping = nil }},
+		{"no settings", func(d *orders.Deps) { d.Settings = nil }},
+		{"no logger", func(d *orders.Deps) { d.Log = nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if svc, err := tt.make(); err == nil {
+			d := full
+			tt.drop(&d)
+			if svc, err := orders.NewService(d); err == nil {
 				t.Errorf("NewService = %v, want an error", svc)
 			}
 		})
+	}
+	if _, err := orders.NewService(full); err != nil {
+		t.Errorf("NewService with every dependency = %v", err)
 	}
 }
 
@@ -233,14 +453,16 @@ func TestPlaceOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := callLog{"store.Create", "catalog.Reserve", "payments.Charge", "shipping.Ship", "store.Update:confirmed"}
-	if !slices.Equal(*s.log, want) {
-		t.Errorf("calls = %q, want %q", *s.log, want)
+	// The key is claimed before anything is done, and the answer stored
+	// once the order is.
+	want := []string{"keys.Claim", "store.Create", "catalog.Reserve", "payments.Charge", "shipping.Ship", "store.Update:confirmed", "keys.Complete"}
+	if got := s.log.get(); !slices.Equal(got, want) {
+		t.Errorf("calls = %q, want %q", got, want)
 	}
 	if !strings.HasPrefix(o.ID, "ord_") || o.Status != orders.StatusConfirmed || o.Customer != "ada" || o.Address != "1 Loop Rd" {
 		t.Errorf("order = %+v", o)
 	}
-	if o.ReservationID != "res-1" || o.ChargeID != "ch-1" || o.ShipmentID != "shp-1" || o.Failure != "" {
+	if o.ReservationID != "res-1" || o.ChargeID != "ch-1" || o.ShipmentID != "shp-1" || o.ShipmentStatus != orders.ShipmentBooked || o.Failure != "" {
 		t.Errorf("order references = %+v", o)
 	}
 	// Prices come from the reservation, not the request.
@@ -257,14 +479,12 @@ func TestPlaceOrder(t *testing.T) {
 	if o.PaymentKey != "pay_"+o.ID {
 		t.Errorf("PaymentKey = %q, want %q", o.PaymentKey, "pay_"+o.ID)
 	}
-	if len(s.payments.charged) != 1 {
-		t.Fatalf("payments charged %d times, want 1", len(s.payments.charged))
+	charged := s.payments.charges()
+	if len(charged) != 1 {
+		t.Fatalf("payments charged %d times, want 1", len(charged))
 	}
-	if c := s.payments.charged[0]; c.PaymentKey != "pay_"+o.ID || c.ID != o.ID || c.TotalCents != o.TotalCents {
-		t.Errorf("payments got %+v, want key %q, order %q, total %d", c, "pay_"+o.ID, o.ID, o.TotalCents)
-	}
-	if s.payments.requestIDs[0] != "req-1" {
-		t.Errorf("payments got request ID %q, want req-1", s.payments.requestIDs[0])
+	if c := charged[0]; c.PaymentKey != "pay_"+o.ID || c.ID != o.ID || c.TotalCents != o.TotalCents || c.RequestID != "req-1" {
+		t.Errorf("payments got %+v, want key %q, order %q, total %d, request req-1", c, "pay_"+o.ID, o.ID, o.TotalCents)
 	}
 	if s.catalog.reservedBy[0] != o.ID {
 		t.Errorf("catalog reserved for %q, want %q", s.catalog.reservedBy[0], o.ID)
@@ -284,13 +504,17 @@ func TestPlaceOrder(t *testing.T) {
 	}
 }
 
+// Two checkouts (two keys) are two orders, each with a payment key of its
+// own.
 func TestPlaceOrderIDsDiffer(t *testing.T) {
 	s := newShop(t)
 	a, err := s.svc.PlaceOrder(context.Background(), request())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.svc.PlaceOrder(context.Background(), request())
+	second := request()
+	second.IdempotencyKey, second.RequestID = "key-2", "req-2"
+	b, err := s.svc.PlaceOrder(context.Background(), second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,24 +523,24 @@ func TestPlaceOrderIDsDiffer(t *testing.T) {
 	}
 }
 
-// A step that fails stores the order as failed, gives reserved stock back,
-// and returns the step's error with its code.
+// A step that fails before any money can have been taken stores the order
+// as failed, gives reserved stock back, releases the idempotency key and
+// returns the step's error with its code.
 func TestPlaceOrderFailures(t *testing.T) {
 	tests := []struct {
 		name        string
 		setup       func(*shop, error)
 		depErr      error
-		wantCalls   callLog
+		wantCalls   []string
 		wantCode    codes.Code
 		wantRelease bool
-		wantCharge  string
 		wantFailure string
 	}{
 		{
 			name:        "catalog: unknown sku",
 			setup:       func(s *shop, err error) { s.catalog.reserveErr = err },
 			depErr:      status.Error(codes.NotFound, `unknown sku "nope"`),
-			wantCalls:   callLog{"store.Create", "catalog.Reserve", "store.Update:failed"},
+			wantCalls:   []string{"keys.Claim", "store.Create", "catalog.Reserve", "store.Update:failed", "keys.Release"},
 			wantCode:    codes.NotFound,
 			wantFailure: `reserving stock: unknown sku "nope"`,
 		},
@@ -324,37 +548,37 @@ func TestPlaceOrderFailures(t *testing.T) {
 			name:        "catalog: out of stock",
 			setup:       func(s *shop, err error) { s.catalog.reserveErr = err },
 			depErr:      status.Error(codes.FailedPrecondition, "out of stock"),
-			wantCalls:   callLog{"store.Create", "catalog.Reserve", "store.Update:failed"},
+			wantCalls:   []string{"keys.Claim", "store.Create", "catalog.Reserve", "store.Update:failed", "keys.Release"},
 			wantCode:    codes.FailedPrecondition,
 			wantFailure: "reserving stock: out of stock",
 		},
 		{
-			name:        "payments unavailable",
+			name:        "payments: declined",
+			setup:       func(s *shop, _ error) { s.payments.chargeStatus = "failed" },
+			wantCalls:   []string{"keys.Claim", "store.Create", "catalog.Reserve", "payments.Charge", "catalog.Release", "store.Update:failed", "keys.Release"},
+			wantCode:    codes.FailedPrecondition,
+			wantRelease: true,
+			wantFailure: "charging: the payment was declined",
+		},
+		{
+			name:        "payments: refused the request",
 			setup:       func(s *shop, err error) { s.payments.err = err },
-			depErr:      status.Error(codes.Unavailable, "connection refused"),
-			wantCalls:   callLog{"store.Create", "catalog.Reserve", "payments.Charge", "catalog.Release", "store.Update:failed"},
+			depErr:      status.Error(codes.InvalidArgument, "amount_cents must be positive"),
+			wantCalls:   []string{"keys.Claim", "store.Create", "catalog.Reserve", "payments.Charge", "catalog.Release", "store.Update:failed", "keys.Release"},
+			wantCode:    codes.InvalidArgument,
+			wantRelease: true,
+			wantFailure: "charging: amount_cents must be positive",
+		},
+		{
+			// A full bulkhead is orders' own refusal: the call was never
+			// made, so nothing was charged.
+			name:        "payments: bulkhead full",
+			setup:       func(s *shop, err error) { s.payments.err = err },
+			depErr:      status.Error(codes.ResourceExhausted, `payments: bulkhead "to.payments" full`),
+			wantCalls:   []string{"keys.Claim", "store.Create", "catalog.Reserve", "payments.Charge", "catalog.Release", "store.Update:failed", "keys.Release"},
 			wantCode:    codes.Unavailable,
 			wantRelease: true,
-			wantFailure: "charging: connection refused",
-		},
-		{
-			name:        "payments timed out",
-			setup:       func(s *shop, err error) { s.payments.err = err },
-			depErr:      status.Error(codes.DeadlineExceeded, "payment provider did not answer in time"),
-			wantCalls:   callLog{"store.Create", "catalog.Reserve", "payments.Charge", "catalog.Release", "store.Update:failed"},
-			wantCode:    codes.DeadlineExceeded,
-			wantRelease: true,
-			wantFailure: "charging: payment provider did not answer in time",
-		},
-		{
-			name:        "shipping timed out",
-			setup:       func(s *shop, err error) { s.shipping.err = err },
-			depErr:      status.Error(codes.DeadlineExceeded, "carrier did not answer in time"),
-			wantCalls:   callLog{"store.Create", "catalog.Reserve", "payments.Charge", "shipping.Ship", "catalog.Release", "store.Update:failed"},
-			wantCode:    codes.DeadlineExceeded,
-			wantRelease: true,
-			wantCharge:  "ch-1", // kept on the order for reconciliation
-			wantFailure: "booking the shipment: carrier did not answer in time",
+			wantFailure: `charging: payments: bulkhead "to.payments" full`,
 		},
 	}
 	for _, tt := range tests {
@@ -365,13 +589,13 @@ func TestPlaceOrderFailures(t *testing.T) {
 			if err == nil {
 				t.Fatal("PlaceOrder succeeded, want an error")
 			}
-			if !slices.Equal(*s.log, tt.wantCalls) {
-				t.Errorf("calls = %q, want %q", *s.log, tt.wantCalls)
+			if got := s.log.get(); !slices.Equal(got, tt.wantCalls) {
+				t.Errorf("calls = %q, want %q", got, tt.wantCalls)
 			}
 			if got := apperr.GRPCCode(err); got != tt.wantCode {
 				t.Errorf("GRPCCode(err) = %v, want %v (err %v)", got, tt.wantCode, err)
 			}
-			if !errors.Is(err, tt.depErr) {
+			if tt.depErr != nil && !errors.Is(err, tt.depErr) {
 				t.Errorf("error %v does not wrap the dependency's error", err)
 			}
 			if !strings.Contains(err.Error(), o.ID) {
@@ -381,9 +605,9 @@ func TestPlaceOrderFailures(t *testing.T) {
 				t.Errorf("released %v, want release of res-1: %v", s.catalog.released, tt.wantRelease)
 			}
 			stored := s.store.orders[o.ID]
-			if stored.Status != orders.StatusFailed || stored.Failure != tt.wantFailure || stored.ChargeID != tt.wantCharge {
-				t.Errorf("stored order: status %q failure %q charge %q; want failed, %q, %q",
-					stored.Status, stored.Failure, stored.ChargeID, tt.wantFailure, tt.wantCharge)
+			if stored.Status != orders.StatusFailed || stored.Failure != tt.wantFailure || stored.ChargeID != "" {
+				t.Errorf("stored order: status %q failure %q charge %q; want failed, %q, no charge",
+					stored.Status, stored.Failure, stored.ChargeID, tt.wantFailure)
 			}
 			if o.Status != orders.StatusFailed {
 				t.Errorf("returned order status = %q, want failed", o.Status)
@@ -392,27 +616,126 @@ func TestPlaceOrderFailures(t *testing.T) {
 	}
 }
 
+// A charge whose outcome is unknown — it timed out, payments could not be
+// reached, the caller gave up, or the provider has not answered yet — may
+// have taken the money. The order is stored payment_pending, which is an
+// answer and not an error: the key keeps it, stock stays reserved, nothing
+// is shipped yet, and the reconciler settles it under the same payment key.
+func TestPlaceOrderUnknownPaymentOutcome(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		status string
+	}{
+		{"deadline exceeded", status.Error(codes.DeadlineExceeded, "payment provider did not answer in time; the charge is pending"), ""},
+		{"unavailable", status.Error(codes.Unavailable, "connection refused"), ""},
+		{"canceled", status.Error(codes.Canceled, "context canceled"), ""},
+		{"budget ran out in orders", context.DeadlineExceeded, ""},
+		{"charge pending at the provider", nil, "pending"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newShop(t)
+			s.payments.err, s.payments.chargeStatus = tt.err, tt.status
+			o, err := s.svc.PlaceOrder(context.Background(), request())
+			if err != nil {
+				t.Fatalf("PlaceOrder = %v, want an order payment_pending and no error", err)
+			}
+			want := []string{"keys.Claim", "store.Create", "catalog.Reserve", "payments.Charge", "store.Update:payment_pending", "keys.Complete"}
+			if got := s.log.get(); !slices.Equal(got, want) {
+				t.Errorf("calls = %q, want %q", got, want)
+			}
+			if o.Status != orders.StatusPaymentPending || o.PaymentKey != "pay_"+o.ID || o.ReservationID != "res-1" || o.ChargeID != "" || o.Failure != "" {
+				t.Errorf("order = %+v, want payment_pending with its payment key and reservation", o)
+			}
+			if stored := s.store.orders[o.ID]; stored.Status != orders.StatusPaymentPending {
+				t.Errorf("stored status = %q, want payment_pending", stored.Status)
+			}
+			if len(s.catalog.released) != 0 {
+				t.Errorf("released %v: the money may be taken, the stock must stay reserved", s.catalog.released)
+			}
+		})
+	}
+}
+
+// Once the money is taken, shipping is off the critical path (the outbox
+// mechanism, on in budgeted mode): a failed shipment confirms the order
+// with its shipment pending, for the outbox to book later. Without the
+// outbox (naive), every step is called in line and the checkout fails at
+// shipping, with the money already taken.
+func TestPlaceOrderShippingFails(t *testing.T) {
+	shippingErr := status.Error(codes.DeadlineExceeded, "carrier did not answer in time")
+	t.Run("outbox", func(t *testing.T) {
+		s := newShop(t)
+		s.shipping.err = shippingErr
+		o, err := s.svc.PlaceOrder(context.Background(), request())
+		if err != nil {
+			t.Fatalf("PlaceOrder = %v, want a confirmed order", err)
+		}
+		want := []string{"keys.Claim", "store.Create", "catalog.Reserve", "payments.Charge", "shipping.Ship", "store.Update:confirmed", "keys.Complete"}
+		if got := s.log.get(); !slices.Equal(got, want) {
+			t.Errorf("calls = %q, want %q", got, want)
+		}
+		if o.Status != orders.StatusConfirmed || o.ShipmentStatus != orders.ShipmentPending || o.ChargeID != "ch-1" || o.ShipmentID != "" {
+			t.Errorf("order = %+v, want confirmed, charged, shipment pending", o)
+		}
+		if len(s.catalog.released) != 0 {
+			t.Errorf("a charged order released its stock: %v", s.catalog.released)
+		}
+	})
+	t.Run("no outbox", func(t *testing.T) {
+		s := newShop(t)
+		s.settings.Store(settingsOf(mode.Naive))
+		s.shipping.err = shippingErr
+		o, err := s.svc.PlaceOrder(context.Background(), request())
+		if apperr.GRPCCode(err) != codes.DeadlineExceeded || !errors.Is(err, shippingErr) {
+			t.Errorf("PlaceOrder error = %v, want shipping's DeadlineExceeded", err)
+		}
+		want := []string{"store.Create", "catalog.Reserve", "payments.Charge", "shipping.Ship", "catalog.Release", "store.Update:failed"}
+		if got := s.log.get(); !slices.Equal(got, want) {
+			t.Errorf("calls = %q, want %q", got, want)
+		}
+		stored := s.store.orders[o.ID]
+		if stored.Status != orders.StatusFailed || stored.ChargeID != "ch-1" || stored.Failure != "booking the shipment: carrier did not answer in time" {
+			t.Errorf("stored order = status %q charge %q failure %q; want failed, the charge kept on it, shipping's failure",
+				stored.Status, stored.ChargeID, stored.Failure)
+		}
+	})
+}
+
 // The request's context may end while a step runs (the caller's budget ran
-// out, the client left). Marking the order failed and releasing its stock
-// must still happen: they run on a context without the request's
-// cancellation, bounded by a timeout of their own, and keep its values.
+// out, the client left). Recording the order, releasing its stock and
+// storing or releasing its key must still happen: they run on a context
+// without the request's cancellation, bounded by a timeout of their own,
+// and keep its values.
 func TestPlaceOrderBookkeepingOutlivesRequest(t *testing.T) {
 	tests := []struct {
 		name       string
 		endRequest func(cancel context.CancelFunc) func(*shop)
 		wantStatus string
-		wantCalls  callLog
+		wantCalls  []string
 	}{
 		{
-			name: "payments fails after the caller left",
+			name: "payments times out as the caller leaves",
 			endRequest: func(cancel context.CancelFunc) func(*shop) {
 				return func(s *shop) {
 					s.payments.during = cancel
 					s.payments.err = status.Error(codes.Canceled, "context canceled")
 				}
 			},
+			wantStatus: orders.StatusPaymentPending,
+			wantCalls:  []string{"keys.Claim", "store.Create", "catalog.Reserve", "payments.Charge", "store.Update:payment_pending", "keys.Complete"},
+		},
+		{
+			name: "payments declines after the caller left",
+			endRequest: func(cancel context.CancelFunc) func(*shop) {
+				return func(s *shop) {
+					s.payments.during = cancel
+					s.payments.chargeStatus = "failed"
+				}
+			},
 			wantStatus: orders.StatusFailed,
-			wantCalls:  callLog{"store.Create", "catalog.Reserve", "payments.Charge", "catalog.Release", "store.Update:failed"},
+			wantCalls:  []string{"keys.Claim", "store.Create", "catalog.Reserve", "payments.Charge", "catalog.Release", "store.Update:failed", "keys.Release"},
 		},
 		{
 			name: "shipping fails after the caller left",
@@ -422,8 +745,20 @@ func TestPlaceOrderBookkeepingOutlivesRequest(t *testing.T) {
 					s.shipping.err = status.Error(codes.DeadlineExceeded, "budget exhausted")
 				}
 			},
+			wantStatus: orders.StatusConfirmed,
+			wantCalls:  []string{"keys.Claim", "store.Create", "catalog.Reserve", "payments.Charge", "shipping.Ship", "store.Update:confirmed", "keys.Complete"},
+		},
+		{
+			name: "shipping fails after the caller left, no outbox",
+			endRequest: func(cancel context.CancelFunc) func(*shop) {
+				return func(s *shop) {
+					s.settings.Store(settingsOf(mode.Naive))
+					s.shipping.during = cancel
+					s.shipping.err = status.Error(codes.DeadlineExceeded, "budget exhausted")
+				}
+			},
 			wantStatus: orders.StatusFailed,
-			wantCalls:  callLog{"store.Create", "catalog.Reserve", "payments.Charge", "shipping.Ship", "catalog.Release", "store.Update:failed"},
+			wantCalls:  []string{"store.Create", "catalog.Reserve", "payments.Charge", "shipping.Ship", "catalog.Release", "store.Update:failed"},
 		},
 		{
 			name: "shipping succeeds just as the caller leaves",
@@ -431,7 +766,7 @@ func TestPlaceOrderBookkeepingOutlivesRequest(t *testing.T) {
 				return func(s *shop) { s.shipping.during = cancel }
 			},
 			wantStatus: orders.StatusConfirmed,
-			wantCalls:  callLog{"store.Create", "catalog.Reserve", "payments.Charge", "shipping.Ship", "store.Update:confirmed"},
+			wantCalls:  []string{"keys.Claim", "store.Create", "catalog.Reserve", "payments.Charge", "shipping.Ship", "store.Update:confirmed", "keys.Complete"},
 		},
 	}
 	for _, tt := range tests {
@@ -445,12 +780,12 @@ func TestPlaceOrderBookkeepingOutlivesRequest(t *testing.T) {
 			if ctx.Err() == nil {
 				t.Fatal("test bug: the request's context did not end")
 			}
-			if !slices.Equal(*s.log, tt.wantCalls) {
-				t.Errorf("calls = %q, want %q", *s.log, tt.wantCalls)
+			if got := s.log.get(); !slices.Equal(got, tt.wantCalls) {
+				t.Errorf("calls = %q, want %q", got, tt.wantCalls)
 			}
-			seen := slices.Concat(s.catalog.releaseCtx, s.store.updateCtx)
-			if len(seen) == 0 {
-				t.Fatal("no bookkeeping call was made")
+			seen := slices.Concat(s.catalog.releaseCtx, s.store.updateCtx, s.keys.ctx)
+			if len(seen) < 2 {
+				t.Fatalf("%d bookkeeping calls were made, want at least 2", len(seen))
 			}
 			for i, c := range seen {
 				if c.err != nil {
@@ -473,11 +808,11 @@ func TestPlaceOrderBookkeepingOutlivesRequest(t *testing.T) {
 // A failed release is logged, and the order is still recorded as failed.
 func TestPlaceOrderReleaseFails(t *testing.T) {
 	s := newShop(t)
-	s.payments.err = status.Error(codes.Unavailable, "down")
+	s.payments.chargeStatus = "failed"
 	s.catalog.releaseErr = status.Error(codes.Unavailable, "catalog down too")
 	o, err := s.svc.PlaceOrder(context.Background(), request())
-	if apperr.GRPCCode(err) != codes.Unavailable {
-		t.Errorf("error = %v, want the payment failure (Unavailable)", err)
+	if apperr.GRPCCode(err) != codes.FailedPrecondition {
+		t.Errorf("error = %v, want the declined payment (FailedPrecondition)", err)
 	}
 	if s.store.orders[o.ID].Status != orders.StatusFailed {
 		t.Errorf("stored status = %q, want failed", s.store.orders[o.ID].Status)
@@ -494,8 +829,24 @@ func TestPlaceOrderStoreCreateFails(t *testing.T) {
 	if codeOf(err) != apperr.Unavailable {
 		t.Errorf("error = %v, want the store's Unavailable", err)
 	}
-	if want := (callLog{"store.Create"}); !slices.Equal(*s.log, want) {
-		t.Errorf("calls = %q, want %q: nothing runs for an order that was not stored", *s.log, want)
+	// Nothing runs for an order that was not stored, and the key is given
+	// back for the client's retry.
+	if want, got := []string{"keys.Claim", "store.Create", "keys.Release"}, s.log.get(); !slices.Equal(got, want) {
+		t.Errorf("calls = %q, want %q", got, want)
+	}
+}
+
+// A key store that cannot be reached fails the checkout before anything is
+// done: without the claim, nothing guards against a second charge.
+func TestPlaceOrderKeyStoreFails(t *testing.T) {
+	s := newShop(t)
+	s.keys.claimErr = apperr.New(apperr.Unavailable, "database down")
+	_, err := s.svc.PlaceOrder(context.Background(), request())
+	if codeOf(err) != apperr.Unavailable {
+		t.Errorf("error = %v, want the key store's Unavailable", err)
+	}
+	if want, got := []string{"keys.Claim"}, s.log.get(); !slices.Equal(got, want) {
+		t.Errorf("calls = %q, want %q", got, want)
 	}
 }
 
@@ -545,16 +896,21 @@ func TestPlaceOrderValidation(t *testing.T) {
 			if codeOf(err) != apperr.Invalid || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("PlaceOrder error = %v, want code %q containing %q", err, apperr.Invalid, tt.want)
 			}
-			if len(*s.log) != 0 {
-				t.Errorf("an invalid request reached %q", *s.log)
+			// Not even the key is claimed for a request that is wrong.
+			if got := s.log.get(); len(got) != 0 {
+				t.Errorf("an invalid request reached %q", got)
 			}
 		})
 	}
 }
 
 func TestGetOrder(t *testing.T) {
-	svc, err := orders.NewService(orders.NewMemStore(), &fakeCatalog{log: &callLog{}}, &fakePayments{log: &callLog{}},
-		&fakeShipping{log: &callLog{}}, slog.New(slog.DiscardHandler))
+	log := &callLog{}
+	svc, err := orders.NewService(orders.Deps{
+		Store: orders.NewMemStore(), Keys: orders.NewMemKeys(), Catalog: &fakeCatalog{log: log},
+		Payments: &fakePayments{log: log}, Shipping: &fakeShipping{log: log},
+		Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: slog.New(slog.DiscardHandler),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,6 +962,14 @@ func TestMemStoreCopies(t *testing.T) {
 	if again, _ := s.Get(ctx, "ord_1"); again.Items[0].Qty != 1 {
 		t.Errorf("stored qty = %d after changing a fetched copy, want 1", again.Items[0].Qty)
 	}
+	listed, err := s.List(ctx, orders.Filter{Status: orders.StatusPending})
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("List = %v, %v; want ord_1", listed, err)
+	}
+	listed[0].Items[0].Qty = 7
+	if again, _ := s.Get(ctx, "ord_1"); again.Items[0].Qty != 1 {
+		t.Errorf("stored qty = %d after changing a listed copy, want 1", again.Items[0].Qty)
+	}
 	if err := s.Create(ctx, o); codeOf(err) != apperr.Conflict {
 		t.Errorf("second Create of ord_1 = %v, want Conflict", err)
 	}
@@ -613,3 +977,56 @@ func TestMemStoreCopies(t *testing.T) {
 		t.Errorf("Update of an unknown order = %v, want NotFound", err)
 	}
 }
+
+// List selects by status, shipment status and age, least recently updated
+// first, up to the limit: what the reconciler and the outbox ask for.
+func TestMemStoreList(t *testing.T) {
+	ctx := context.Background()
+	s := orders.NewMemStore()
+	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, o := range []orders.Order{
+		{ID: "p3", Status: orders.StatusPaymentPending, UpdatedAt: t0.Add(3 * time.Second)},
+		{ID: "p1", Status: orders.StatusPaymentPending, UpdatedAt: t0.Add(1 * time.Second)},
+		{ID: "p2", Status: orders.StatusPaymentPending, UpdatedAt: t0.Add(2 * time.Second)},
+		{ID: "p9", Status: orders.StatusPaymentPending, UpdatedAt: t0.Add(9 * time.Second)},
+		{ID: "c1", Status: orders.StatusConfirmed, ShipmentStatus: orders.ShipmentPending, UpdatedAt: t0},
+		{ID: "c2", Status: orders.StatusConfirmed, ShipmentStatus: orders.ShipmentBooked, UpdatedAt: t0},
+		{ID: "f1", Status: orders.StatusFailed, UpdatedAt: t0},
+	} {
+		if err := s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		f    orders.Filter
+		want []string
+	}{
+		{"by status, oldest first", orders.Filter{Status: orders.StatusPaymentPending}, []string{"p1", "p2", "p3", "p9"}},
+		{"updated before", orders.Filter{Status: orders.StatusPaymentPending, UpdatedBefore: t0.Add(3 * time.Second)}, []string{"p1", "p2"}},
+		{"limit", orders.Filter{Status: orders.StatusPaymentPending, Limit: 3}, []string{"p1", "p2", "p3"}},
+		{"shipment status", orders.Filter{Status: orders.StatusConfirmed, ShipmentStatus: orders.ShipmentPending}, []string{"c1"}},
+		{"any shipment status", orders.Filter{Status: orders.StatusConfirmed}, []string{"c1", "c2"}},
+		{"none", orders.Filter{Status: orders.StatusPending}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.List(ctx, tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, o := range got {
+				ids = append(ids, o.ID)
+			}
+			if tt.name == "any shipment status" {
+				slices.Sort(ids) // equal UpdatedAt: either order
+			}
+			if !slices.Equal(ids, tt.want) {
+				t.Errorf("List(%+v) = %v, want %v", tt.f, ids, tt.want)
+			}
+		})
+	}
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

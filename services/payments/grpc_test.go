@@ -2,7 +2,9 @@ package payments_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
@@ -11,11 +13,12 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/mercado-lab/mercado/internal/serve"
 	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
 	"github.com/mercado-lab/mercado/services/payments"
 )
 
-func startPayments(t *testing.T) paymentsv1.PaymentsServiceClient {
+func startPayments(t *testing.T) (paymentsv1.PaymentsServiceClient, *serve.Process) {
 	t.Helper()
 	cfg := payments.DefaultConfig()
 	cfg.Addr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
@@ -37,11 +40,11 @@ func startPayments(t *testing.T) paymentsv1.PaymentsServiceClient {
 			t.Errorf("payments stopped with %v", err)
 		}
 	})
-	return paymentsv1.NewPaymentsServiceClient(cc)
+	return paymentsv1.NewPaymentsServiceClient(cc), p
 }
 
 func TestGRPC(t *testing.T) {
-	c := startPayments(t)
+	c, p := startPayments(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -83,6 +86,10 @@ func TestGRPC(t *testing.T) {
 			_, err := c.CreateCharge(ctx, &paymentsv1.ChargeRequest{PaymentKey: "k", OrderId: "o"})
 			return err
 		}, codes.InvalidArgument},
+		{"VoidCharge without key", func() error {
+			_, err := c.VoidCharge(ctx, &paymentsv1.VoidChargeRequest{})
+			return err
+		}, codes.InvalidArgument},
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,5 +97,34 @@ func TestGRPC(t *testing.T) {
 				t.Errorf("code = %v (%v), want %v", status.Code(err), err, tt.want)
 			}
 		})
+	}
+
+	// A void of a key never charged is a failed record that a late charge
+	// attempt gets back; a void of a charged key returns the charge.
+	void, err := c.VoidCharge(ctx, &paymentsv1.VoidChargeRequest{PaymentKey: "pay_ord_2"})
+	if err != nil || void.GetStatus() != payments.StatusFailed {
+		t.Errorf("VoidCharge of an unknown key = %v, %v; want failed", void, err)
+	}
+	late, err := c.CreateCharge(ctx, &paymentsv1.ChargeRequest{PaymentKey: "pay_ord_2", OrderId: "ord_2", Customer: "ada", AmountCents: 900, RequestId: "r2"})
+	if err != nil || late.GetStatus() != payments.StatusFailed || late.GetChargeId() != void.GetChargeId() {
+		t.Errorf("CreateCharge after the void = %v, %v; want the voided record", late, err)
+	}
+	charged, err := c.VoidCharge(ctx, &paymentsv1.VoidChargeRequest{PaymentKey: "pay_ord_1"})
+	if err != nil || charged.GetChargeId() != first.GetChargeId() || charged.GetStatus() != payments.StatusSucceeded {
+		t.Errorf("VoidCharge of a charged key = %v, %v; want the charge", charged, err)
+	}
+
+	// The admin API counts the charges: one taken, none duplicated.
+	resp, err := http.Get("http://" + p.AdminAddr + "/admin/charges")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st payments.Stats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || st != (payments.Stats{Charges: 1, Succeeded: 1, RequestIDs: 1}) {
+		t.Errorf("GET /admin/charges = %d %+v, want 200 with one charge", resp.StatusCode, st)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
@@ -26,12 +28,54 @@ func live(m mode.Mode) *mode.Live {
 
 func newService(t *testing.T, store payments.Store, m mode.Mode) *payments.Service {
 	t.Helper()
-	svc, err := payments.NewService(store, faults.NewInjector(faults.Set{"CreateCharge": {Latency: pspLatency}}), live(m))
+	return newServiceWith(t, store, m, faults.Set{"CreateCharge": {Latency: pspLatency}})
+}
+
+func newServiceWith(t *testing.T, store payments.Store, m mode.Mode, psp faults.Set) *payments.Service {
+	t.Helper()
+	svc, err := payments.NewService(store, faults.NewInjector(psp), live(m))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return svc
 }
+
+// countingStore is a store that counts the charges it created and the
+// provider's answers it recorded: the service settles a charge once per
+// call to the provider, so settled is the number of provider calls.
+type countingStore struct {
+	payments.Store
+	mu      sync.Mutex
+	created int
+	settled int
+}
+
+var _ payments.Store = (*countingStore)(nil)
+
+func (s *countingStore) Claim(ctx context.Context, c payments.Charge) (payments.Charge, bool, error) {
+	stored, created, err := s.Store.Claim(ctx, c)
+	if created {
+		s.mu.Lock()
+		s.created++
+		s.mu.Unlock()
+	}
+	return stored, created, err
+}
+
+func (s *countingStore) Settle(ctx context.Context, key, status string) (payments.Charge, error) {
+	s.mu.Lock()
+	s.settled++
+	s.mu.Unlock()
+	return s.Store.Settle(ctx, key, status)
+}
+
+func (s *countingStore) counts() (created, settled int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.created, s.settled
+}
+
+func newCountingStore() *countingStore { return &countingStore{Store: payments.NewMemStore()} }
 
 func codeOf(err error) apperr.Code {
 	var e *apperr.Error
@@ -43,6 +87,15 @@ func codeOf(err error) apperr.Code {
 
 func charge(key string) payments.Charge {
 	return payments.Charge{PaymentKey: key, OrderID: "ord_1", Customer: "ada", AmountCents: 2500, RequestID: "req-1"}
+}
+
+func statusOf(t *testing.T, store payments.Store, key string) string {
+	t.Helper()
+	c, err := store.GetByKey(context.Background(), key)
+	if err != nil {
+		t.Fatalf("GetByKey(%q): %v", key, err)
+	}
+	return c.Status
 }
 
 func TestNewServiceRequiresDependencies(t *testing.T) {
@@ -77,8 +130,11 @@ func TestCreateCharge(t *testing.T) {
 		if took := time.Since(start); took != pspLatency {
 			t.Errorf("first charge took %v, want the PSP's %v", took, pspLatency)
 		}
+		if !c.CreatedAt.Equal(start) {
+			t.Errorf("CreatedAt = %v, want when the charge was asked for (%v)", c.CreatedAt, start)
+		}
 		want := charge("pay_ord_1")
-		want.ID, want.Status = c.ID, payments.StatusSucceeded
+		want.ID, want.Status, want.CreatedAt = c.ID, payments.StatusSucceeded, c.CreatedAt
 		if c.ID == "" || c != want {
 			t.Errorf("CreateCharge = %+v, want %+v with an ID", c, want)
 		}
@@ -118,6 +174,61 @@ func TestCreateChargeSameKey(t *testing.T) {
 				}
 				if other.ID == first.ID {
 					t.Errorf("a different key got the same charge %q", other.ID)
+				}
+			})
+		})
+	}
+}
+
+// Fifty attempts under one key at once — retries from every layer landing
+// together — reach the provider once. The first claims the key and waits
+// for the provider; the others get that charge back at once, pending.
+func TestCreateChargeConcurrentSameKey(t *testing.T) {
+	const callers = 50
+	for _, m := range []mode.Mode{mode.Budgeted, mode.Naive} {
+		t.Run(string(m), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := newCountingStore()
+				svc := newService(t, store, m)
+				type answer struct {
+					c    payments.Charge
+					err  error
+					took time.Duration
+				}
+				answers := make([]answer, callers)
+				var wg sync.WaitGroup
+				for i := range callers {
+					wg.Go(func() {
+						start := time.Now()
+						c, err := svc.CreateCharge(context.Background(), charge("pay_ord_1"))
+						answers[i] = answer{c, err, time.Since(start)}
+					})
+				}
+				wg.Wait()
+				synctest.Wait()
+
+				if created, settled := store.counts(); created != 1 || settled != 1 {
+					t.Errorf("%d callers: %d charges created, %d provider calls; want 1 and 1", callers, created, settled)
+				}
+				byStatus := map[string]int{}
+				for i, a := range answers {
+					if a.err != nil {
+						t.Errorf("caller %d: %v", i, a.err)
+						continue
+					}
+					if a.c.ID != answers[0].c.ID {
+						t.Errorf("caller %d got charge %q, caller 0 %q: want one charge", i, a.c.ID, answers[0].c.ID)
+					}
+					byStatus[a.c.Status]++
+					if a.c.Status == payments.StatusPending && a.took != 0 {
+						t.Errorf("caller %d waited %v for a charge another caller is making", i, a.took)
+					}
+				}
+				if byStatus[payments.StatusSucceeded] != 1 || byStatus[payments.StatusPending] != callers-1 {
+					t.Errorf("statuses %v, want the provider's answer once and %d pending", byStatus, callers-1)
+				}
+				if got := statusOf(t, store, "pay_ord_1"); got != payments.StatusSucceeded {
+					t.Errorf("stored status %q, want succeeded", got)
 				}
 			})
 		})
@@ -168,9 +279,12 @@ func TestCreateChargeValidation(t *testing.T) {
 	})
 }
 
-// A PSP slower than the caller's budget: budgeted mode gives up with a
-// Timeout when the caller does and stores nothing; naive mode waits the
-// PSP out and charges.
+// A PSP slower than the caller's budget. Once sent, the charge is the
+// provider's, in both modes. Budgeted mode stops waiting when the caller's
+// budget ends and answers DeadlineExceeded — the charge pending, not
+// "nothing charged" — and the charge succeeds later; a retry meanwhile
+// gets the pending charge and does not charge again. Naive mode waits the
+// PSP out.
 func TestCreateChargeSlowPSP(t *testing.T) {
 	const budget = 300 * time.Millisecond
 	tests := []struct {
@@ -184,28 +298,136 @@ func TestCreateChargeSlowPSP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.mode), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := payments.NewMemStore()
+				store := newCountingStore()
 				svc := newService(t, store, tt.mode)
 				ctx, cancel := context.WithTimeout(t.Context(), budget)
 				defer cancel()
 				start := time.Now()
-				_, err := svc.CreateCharge(ctx, charge("pay_ord_1"))
+				c, err := svc.CreateCharge(ctx, charge("pay_ord_1"))
 				if took := time.Since(start); took != tt.wantTook {
 					t.Errorf("CreateCharge took %v, want %v", took, tt.wantTook)
 				}
 				if codeOf(err) != tt.wantCode {
 					t.Errorf("error = %v, want code %q", err, tt.wantCode)
 				}
-				if tt.wantCode == apperr.Timeout && !errors.Is(err, context.DeadlineExceeded) {
-					t.Errorf("timeout error %v does not wrap the context's cause", err)
+				if tt.wantCode == "" {
+					if c.Status != payments.StatusSucceeded {
+						t.Errorf("naive caller got %+v, want the succeeded charge", c)
+					}
+					return
 				}
-				_, getErr := store.GetByKey(context.Background(), "pay_ord_1")
-				if stored := getErr == nil; stored != (tt.wantCode == "") {
-					t.Errorf("charge stored = %v, want %v", stored, tt.wantCode == "")
+
+				if !errors.Is(err, context.DeadlineExceeded) || apperr.GRPCCode(err) != codes.DeadlineExceeded {
+					t.Errorf("timeout error %v: want DeadlineExceeded wrapping the context's cause", err)
+				}
+				if got := statusOf(t, store, "pay_ord_1"); got != payments.StatusPending {
+					t.Errorf("stored status when the caller gave up = %q, want pending", got)
+				}
+				retryStart := time.Now()
+				retry, err := svc.CreateCharge(context.Background(), charge("pay_ord_1"))
+				if err != nil || retry.Status != payments.StatusPending || time.Since(retryStart) != 0 {
+					t.Errorf("retry while pending = %+v, %v after %v; want the pending charge at once", retry, err, time.Since(retryStart))
+				}
+
+				time.Sleep(pspLatency - budget)
+				synctest.Wait()
+				if got := statusOf(t, store, "pay_ord_1"); got != payments.StatusSucceeded {
+					t.Errorf("stored status after the provider answered = %q, want succeeded", got)
+				}
+				if created, settled := store.counts(); created != 1 || settled != 1 {
+					t.Errorf("%d charges created, %d provider calls; want 1 and 1", created, settled)
 				}
 			})
 		})
 	}
+}
+
+// A provider that fails takes no money: the charge is stored failed, the
+// caller is told Unavailable, and a retry gets the failed charge back
+// without charging.
+func TestCreateChargeProviderFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newCountingStore()
+		svc := newServiceWith(t, store, mode.Budgeted, faults.Set{"CreateCharge": {Latency: pspLatency, ErrorRate: 1}})
+		c, err := svc.CreateCharge(context.Background(), charge("pay_ord_1"))
+		if codeOf(err) != apperr.Unavailable || !errors.Is(err, faults.ErrInjected) {
+			t.Errorf("error = %v, want Unavailable from the provider", err)
+		}
+		if c.Status != payments.StatusFailed || statusOf(t, store, "pay_ord_1") != payments.StatusFailed {
+			t.Errorf("charge = %+v, want failed, and stored so", c)
+		}
+		start := time.Now()
+		again, err := svc.CreateCharge(context.Background(), charge("pay_ord_1"))
+		if err != nil || again.Status != payments.StatusFailed || again.ID != c.ID || time.Since(start) != 0 {
+			t.Errorf("retry = %+v, %v; want the failed charge at once", again, err)
+		}
+		if _, settled := store.counts(); settled != 1 {
+			t.Errorf("%d provider calls, want 1", settled)
+		}
+	})
+}
+
+// VoidCharge makes sure nothing will be charged under a key: a key payments
+// never saw is stored failed, and a charge attempt arriving later (a retry
+// still on its way when the reconciler gave up) gets that failed charge and
+// never reaches the provider. A key already claimed is returned as it is:
+// a charge at the provider cannot be called back.
+func TestVoidCharge(t *testing.T) {
+	t.Run("unknown key", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx := context.Background()
+			store := newCountingStore()
+			svc := newService(t, store, mode.Budgeted)
+			v, err := svc.VoidCharge(ctx, "pay_ord_1")
+			if err != nil || v.Status != payments.StatusFailed || v.ID == "" || v.PaymentKey != "pay_ord_1" {
+				t.Fatalf("VoidCharge = %+v, %v; want a failed record under the key", v, err)
+			}
+			start := time.Now()
+			late, err := svc.CreateCharge(ctx, charge("pay_ord_1"))
+			if err != nil || late.Status != payments.StatusFailed || late.ID != v.ID {
+				t.Errorf("CreateCharge after the void = %+v, %v; want the voided record", late, err)
+			}
+			if took := time.Since(start); took != 0 {
+				t.Errorf("CreateCharge after the void took %v: it reached the provider", took)
+			}
+			if _, settled := store.counts(); settled != 0 {
+				t.Errorf("%d provider calls, want none", settled)
+			}
+			again, err := svc.VoidCharge(ctx, "pay_ord_1")
+			if err != nil || again != v {
+				t.Errorf("second VoidCharge = %+v, %v; want %+v", again, err, v)
+			}
+			if st, _ := svc.Stats(ctx); st != (payments.Stats{}) {
+				t.Errorf("Stats = %+v: a void is not a charge", st)
+			}
+		})
+	})
+	t.Run("charge in flight", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			store := newCountingStore()
+			svc := newService(t, store, mode.Budgeted)
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			if _, err := svc.CreateCharge(ctx, charge("pay_ord_1")); codeOf(err) != apperr.Timeout {
+				t.Fatalf("CreateCharge = %v, want the caller's timeout", err)
+			}
+			v, err := svc.VoidCharge(context.Background(), "pay_ord_1")
+			if err != nil || v.Status != payments.StatusPending {
+				t.Errorf("VoidCharge of a charge at the provider = %+v, %v; want it pending", v, err)
+			}
+			time.Sleep(pspLatency)
+			v, err = svc.VoidCharge(context.Background(), "pay_ord_1")
+			if err != nil || v.Status != payments.StatusSucceeded {
+				t.Errorf("VoidCharge after the provider answered = %+v, %v; want the succeeded charge", v, err)
+			}
+		})
+	})
+	t.Run("no key", func(t *testing.T) {
+		svc := newService(t, payments.NewMemStore(), mode.Budgeted)
+		if _, err := svc.VoidCharge(context.Background(), ""); codeOf(err) != apperr.Invalid {
+			t.Errorf("VoidCharge without a key = %v, want %q", err, apperr.Invalid)
+		}
+	})
 }
 
 func TestGetCharge(t *testing.T) {
@@ -240,8 +462,47 @@ func TestGetCharge(t *testing.T) {
 	}
 }
 
-// Run with -race: concurrent charges under one key store one charge.
-func TestMemStoreCreateConcurrent(t *testing.T) {
+// Stats counts successful charges per logical checkout (request ID): the
+// ones beyond the first are the duplicates the lab shows.
+func TestStats(t *testing.T) {
+	ctx := context.Background()
+	s := payments.NewMemStore()
+	for _, c := range []struct {
+		key, request, status string
+	}{
+		{"pay_a", "req-1", payments.StatusSucceeded},
+		{"pay_b", "req-1", payments.StatusSucceeded}, // a retried checkout charged again
+		{"pay_c", "req-1", payments.StatusSucceeded}, // and again
+		{"pay_d", "req-2", payments.StatusSucceeded},
+		{"pay_e", "req-2", payments.StatusFailed},  // failed: no money taken
+		{"pay_f", "req-3", payments.StatusPending}, // not yet taken
+		{"pay_g", "", payments.StatusSucceeded},    // no request ID: a charge, never a duplicate
+	} {
+		if _, _, err := s.Claim(ctx, payments.Charge{PaymentKey: c.key, OrderID: "ord_" + c.key, AmountCents: 100, RequestID: c.request, Status: payments.StatusPending}); err != nil {
+			t.Fatal(err)
+		}
+		if c.status != payments.StatusPending {
+			if _, err := s.Settle(ctx, c.key, c.status); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A voided key is no charge at all.
+	if _, _, err := s.Claim(ctx, payments.Charge{PaymentKey: "pay_void", Status: payments.StatusFailed}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := payments.Stats{Charges: 7, Succeeded: 5, RequestIDs: 2, Duplicates: 2}
+	if got != want {
+		t.Errorf("Stats = %+v, want %+v", got, want)
+	}
+}
+
+// Run with -race: concurrent claims under one key store one charge.
+func TestMemStoreClaimConcurrent(t *testing.T) {
 	s := payments.NewMemStore()
 	var (
 		wg      sync.WaitGroup
@@ -251,7 +512,7 @@ func TestMemStoreCreateConcurrent(t *testing.T) {
 	)
 	for range 20 {
 		wg.Go(func() {
-			c, isNew, err := s.Create(context.Background(), charge("pay_ord_1"))
+			c, isNew, err := s.Claim(context.Background(), charge("pay_ord_1"))
 			if err != nil {
 				t.Error(err)
 				return
@@ -266,6 +527,30 @@ func TestMemStoreCreateConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	if created != 1 || len(ids) != 1 {
-		t.Errorf("20 concurrent creates under one key: %d created, %d distinct IDs; want 1 and 1", created, len(ids))
+		t.Errorf("20 concurrent claims under one key: %d created, %d distinct IDs; want 1 and 1", created, len(ids))
+	}
+}
+
+// Settle gives a pending charge its outcome once; a settled charge keeps
+// the status it has.
+func TestMemStoreSettle(t *testing.T) {
+	ctx := context.Background()
+	s := payments.NewMemStore()
+	c := charge("pay_ord_1")
+	c.Status = payments.StatusPending
+	if _, _, err := s.Claim(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Settle(ctx, "pay_ord_1", payments.StatusSucceeded); err != nil || got.Status != payments.StatusSucceeded {
+		t.Errorf("Settle = %+v, %v; want succeeded", got, err)
+	}
+	if got, err := s.Settle(ctx, "pay_ord_1", payments.StatusFailed); err != nil || got.Status != payments.StatusSucceeded {
+		t.Errorf("second Settle = %+v, %v; want it still succeeded", got, err)
+	}
+	if _, err := s.Settle(ctx, "pay_nope", payments.StatusSucceeded); codeOf(err) != apperr.NotFound {
+		t.Errorf("Settle of an unknown key = %v, want NotFound", err)
+	}
+	if _, err := s.GetByKey(ctx, "pay_nope"); codeOf(err) != apperr.NotFound {
+		t.Errorf("GetByKey of an unknown key = %v, want NotFound", err)
 	}
 }

@@ -1,0 +1,7 @@
+package orders
+
+import ordersv1 "github.com/mercado-lab/mercado/proto/orders/v1"
+
+// GRPCServer exposes the gRPC adapter to the package's external tests, so
+// they can check the status each refusal is sent back with.
+func GRPCServer(s *Service) ordersv1.OrdersServiceServer { return grpcServer{svc: s} }

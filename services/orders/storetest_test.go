@@ -1,0 +1,480 @@
+package orders_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/apperr"
+	"github.com/mercado-lab/mercado/services/orders"
+)
+
+// The contracts of orders.Store and orders.Keys (see their doc comments),
+// run against every implementation: the memory stores and PostgreSQL
+// (pgstore_test.go). Run them with -race.
+
+type (
+	newStoreFunc func(t *testing.T) orders.Store
+	newKeysFunc  func(t *testing.T) orders.Keys
+)
+
+func testStore(t *testing.T, newStore newStoreFunc) {
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T, newStoreFunc)
+	}{
+		{"CreateAndGet", contractCreateAndGet},
+		{"Update", contractUpdate},
+		{"List", contractList},
+		{"CreateConcurrent", contractCreateConcurrent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.test(t, newStore)
+		})
+	}
+}
+
+func testKeys(t *testing.T, newKeys newKeysFunc) {
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T, newKeysFunc)
+	}{
+		{"Claim", contractKeysClaim},
+		{"Takeover", contractKeysTakeover},
+		{"Complete", contractKeysComplete},
+		{"Release", contractKeysRelease},
+		{"Reap", contractKeysReap},
+		{"ClaimConcurrent", contractKeysClaimConcurrent},
+		{"TakeoverConcurrent", contractKeysTakeoverConcurrent},
+		{"ReapConcurrent", contractKeysReapConcurrent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.test(t, newKeys)
+		})
+	}
+}
+
+// storeClock is the store tests' clock: microseconds, what PostgreSQL keeps.
+var storeClock = time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
+
+func storeCode(err error) apperr.Code {
+	var e *apperr.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func storeOrder(id, status string, updated time.Time) orders.Order {
+	return orders.Order{
+		ID: id, Status: status, Customer: "ana", Address: "1 Main St",
+		Items:      []orders.Item{{SKU: "tea", Qty: 2, UnitPriceCents: 1250}, {SKU: "mug", Qty: 1, UnitPriceCents: 1800}},
+		PaymentKey: "pay_" + id, ReservationID: "res-1", TotalCents: 4300, ChargeID: "ch-1",
+		ShipmentID: "shp-1", ShipmentStatus: orders.ShipmentBooked, RequestID: "req_" + id, Failure: "",
+		CreatedAt: storeClock, UpdatedAt: updated,
+	}
+}
+
+// sameStoredOrder compares orders field by field, times by the instant.
+func sameStoredOrder(a, b orders.Order) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) || !a.UpdatedAt.Equal(b.UpdatedAt) {
+		return false
+	}
+	a.CreatedAt, b.CreatedAt, a.UpdatedAt, b.UpdatedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return reflect.DeepEqual(a, b)
+}
+
+func contractCreateAndGet(t *testing.T, newStore newStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t)
+	o := storeOrder("ord_1", orders.StatusConfirmed, storeClock)
+	if err := s.Create(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "ord_1")
+	if err != nil || !sameStoredOrder(got, o) {
+		t.Fatalf("Get = %+v, %v; want %+v", got, err, o)
+	}
+	// The caller's copy is its own.
+	got.Items[0].Qty = 99
+	if again, _ := s.Get(ctx, "ord_1"); again.Items[0].Qty != 2 {
+		t.Errorf("changing a returned order changed the stored one")
+	}
+	if err := s.Create(ctx, storeOrder("ord_1", orders.StatusPending, storeClock)); storeCode(err) != apperr.Conflict {
+		t.Errorf("Create of an existing order = %v, want Conflict", err)
+	}
+	if _, err := s.Get(ctx, "ord_nope"); storeCode(err) != apperr.NotFound {
+		t.Errorf("Get(unknown) = %v, want NotFound", err)
+	}
+}
+
+func contractUpdate(t *testing.T, newStore newStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t)
+	o := storeOrder("ord_1", orders.StatusPending, storeClock)
+	o.ChargeID, o.ShipmentID, o.ShipmentStatus = "", "", ""
+	if err := s.Create(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	o.Status, o.Failure, o.UpdatedAt = orders.StatusFailed, "charging: declined", storeClock.Add(time.Second)
+	o.Items = o.Items[:1]
+	if err := s.Update(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(ctx, "ord_1"); err != nil || !sameStoredOrder(got, o) {
+		t.Errorf("Get after Update = %+v, %v; want %+v", got, err, o)
+	}
+	if err := s.Update(ctx, storeOrder("ord_nope", orders.StatusFailed, storeClock)); storeCode(err) != apperr.NotFound {
+		t.Errorf("Update(unknown) = %v, want NotFound", err)
+	}
+}
+
+func contractList(t *testing.T, newStore newStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t)
+	add := func(id, status, shipment string, updated time.Time) {
+		t.Helper()
+		o := storeOrder(id, status, updated)
+		o.ShipmentStatus = shipment
+		if err := s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("p3", orders.StatusPaymentPending, "", storeClock.Add(3*time.Second))
+	add("p1", orders.StatusPaymentPending, "", storeClock.Add(1*time.Second))
+	add("p2", orders.StatusPaymentPending, "", storeClock.Add(2*time.Second))
+	add("c1", orders.StatusConfirmed, orders.ShipmentPending, storeClock.Add(1*time.Second))
+	add("c2", orders.StatusConfirmed, orders.ShipmentBooked, storeClock.Add(2*time.Second))
+	add("c3", orders.StatusConfirmed, orders.ShipmentPending, storeClock.Add(5*time.Second))
+
+	ids := func(f orders.Filter) []string {
+		t.Helper()
+		got, err := s.List(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for _, o := range got {
+			out = append(out, o.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		filter orders.Filter
+		want   []string
+	}{
+		{"by status, least recently updated first", orders.Filter{Status: orders.StatusPaymentPending}, []string{"p1", "p2", "p3"}},
+		{"limit", orders.Filter{Status: orders.StatusPaymentPending, Limit: 2}, []string{"p1", "p2"}},
+		{"updated before", orders.Filter{Status: orders.StatusPaymentPending, UpdatedBefore: storeClock.Add(3 * time.Second)}, []string{"p1", "p2"}},
+		{"shipment status", orders.Filter{Status: orders.StatusConfirmed, ShipmentStatus: orders.ShipmentPending}, []string{"c1", "c3"}},
+		{"every filter", orders.Filter{Status: orders.StatusConfirmed, ShipmentStatus: orders.ShipmentPending,
+			UpdatedBefore: storeClock.Add(4 * time.Second), Limit: 10}, []string{"c1"}},
+		{"no match", orders.Filter{Status: orders.StatusFailed}, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ids(tc.filter); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("List(%+v) = %v, want %v", tc.filter, got, tc.want)
+			}
+		})
+	}
+	got, err := s.List(ctx, orders.Filter{Status: orders.StatusConfirmed, ShipmentStatus: orders.ShipmentBooked})
+	if err != nil || len(got) != 1 || !sameStoredOrder(got[0], func() orders.Order {
+		o := storeOrder("c2", orders.StatusConfirmed, storeClock.Add(2*time.Second))
+		return o
+	}()) {
+		t.Errorf("List returns %+v, %v; want order c2 whole", got, err)
+	}
+}
+
+// 50 creates of one order at once: one wins, the others are told it
+// exists.
+func contractCreateConcurrent(t *testing.T, newStore newStoreFunc) {
+	s := newStore(t)
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		created   int
+		conflicts int
+		start     = make(chan struct{})
+	)
+	for range 50 {
+		wg.Go(func() {
+			<-start
+			err := s.Create(context.Background(), storeOrder("ord_1", orders.StatusPending, storeClock))
+			mu.Lock()
+			defer mu.Unlock()
+			switch storeCode(err) {
+			case "":
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				created++
+			case apperr.Conflict:
+				conflicts++
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if created != 1 || conflicts != 49 {
+		t.Errorf("50 concurrent creates: %d created, %d conflicts; want 1 and 49", created, conflicts)
+	}
+}
+
+func contractKeysClaim(t *testing.T, newKeys newKeysFunc) {
+	ctx := context.Background()
+	k := newKeys(t)
+	lease := storeClock.Add(orders.KeyLease)
+	rec, claimed, err := k.Claim(ctx, "key-1", "hash-a", storeClock, lease)
+	if err != nil || !claimed {
+		t.Fatalf("Claim of a new key = %+v, %v, %v; want claimed", rec, claimed, err)
+	}
+	if rec.Key != "key-1" || rec.RequestHash != "hash-a" || rec.Completed || !rec.LeaseUntil.Equal(lease) || !rec.CreatedAt.Equal(storeClock) {
+		t.Errorf("claimed record = %+v", rec)
+	}
+	// Held: the same request, or another one, within the lease.
+	for _, hash := range []string{"hash-a", "hash-b"} {
+		rec, claimed, err := k.Claim(ctx, "key-1", hash, storeClock.Add(time.Second), storeClock.Add(time.Second+orders.KeyLease))
+		if err != nil || claimed {
+			t.Errorf("Claim(%s) of a held key = %v, %v; want not claimed", hash, claimed, err)
+		}
+		if rec.RequestHash != "hash-a" || rec.Completed || !rec.LeaseUntil.Equal(lease) {
+			t.Errorf("Claim(%s) of a held key returned %+v, want the holder's record", hash, rec)
+		}
+	}
+	if _, claimed, err := k.Claim(ctx, "key-2", "hash-a", storeClock, lease); err != nil || !claimed {
+		t.Errorf("Claim of another key = %v, %v; want claimed", claimed, err)
+	}
+}
+
+// A key whose holder vanished expires with its lease: the same request
+// takes it over; a different one still may not.
+func contractKeysTakeover(t *testing.T, newKeys newKeysFunc) {
+	ctx := context.Background()
+	k := newKeys(t)
+	lease := storeClock.Add(orders.KeyLease)
+	if _, claimed, err := k.Claim(ctx, "key-1", "hash-a", storeClock, lease); err != nil || !claimed {
+		t.Fatal(claimed, err)
+	}
+	if _, claimed, err := k.Claim(ctx, "key-1", "hash-a", lease.Add(-time.Microsecond), lease.Add(time.Minute)); err != nil || claimed {
+		t.Errorf("Claim just before the lease ends = %v, %v; want not claimed", claimed, err)
+	}
+	if rec, claimed, err := k.Claim(ctx, "key-1", "hash-b", lease, lease.Add(time.Minute)); err != nil || claimed || rec.RequestHash != "hash-a" {
+		t.Errorf("Claim of an expired key by another request = %+v, %v, %v; want not claimed", rec, claimed, err)
+	}
+	newLease := lease.Add(orders.KeyLease)
+	rec, claimed, err := k.Claim(ctx, "key-1", "hash-a", lease, newLease)
+	if err != nil || !claimed {
+		t.Fatalf("Claim when the lease ends = %v, %v; want the key taken over", claimed, err)
+	}
+	if !rec.LeaseUntil.Equal(newLease) || !rec.CreatedAt.Equal(lease) || rec.Completed {
+		t.Errorf("taken-over record = %+v, want the new lease", rec)
+	}
+	if _, claimed, _ := k.Claim(ctx, "key-1", "hash-a", lease.Add(time.Second), newLease); claimed {
+		t.Error("the new holder's lease was not kept")
+	}
+}
+
+func contractKeysComplete(t *testing.T, newKeys newKeysFunc) {
+	ctx := context.Background()
+	k := newKeys(t)
+	if _, _, err := k.Claim(ctx, "key-1", "hash-a", storeClock, storeClock.Add(orders.KeyLease)); err != nil {
+		t.Fatal(err)
+	}
+	answer := []byte(`{"ID":"ord_1","Status":"confirmed"}`)
+	if err := k.Complete(ctx, "key-1", answer); err != nil {
+		t.Fatal(err)
+	}
+	// Completed: never claimed again, even long after its lease.
+	late := storeClock.Add(time.Hour)
+	rec, claimed, err := k.Claim(ctx, "key-1", "hash-a", late, late.Add(orders.KeyLease))
+	if err != nil || claimed || !rec.Completed || string(rec.Response) != string(answer) || rec.RequestHash != "hash-a" {
+		t.Errorf("Claim of a completed key = %+v, %v, %v; want its answer, not claimed", rec, claimed, err)
+	}
+	if err := k.Complete(ctx, "key-nope", answer); storeCode(err) != apperr.NotFound {
+		t.Errorf("Complete(unknown) = %v, want NotFound", err)
+	}
+}
+
+func contractKeysRelease(t *testing.T, newKeys newKeysFunc) {
+	ctx := context.Background()
+	k := newKeys(t)
+	lease := storeClock.Add(orders.KeyLease)
+	if _, _, err := k.Claim(ctx, "key-1", "hash-a", storeClock, lease); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Release(ctx, "key-1"); err != nil {
+		t.Fatal(err)
+	}
+	// Released: the next request may take it at once, even another one.
+	if _, claimed, err := k.Claim(ctx, "key-1", "hash-b", storeClock.Add(time.Second), lease); err != nil || !claimed {
+		t.Errorf("Claim after Release = %v, %v; want claimed", claimed, err)
+	}
+	if err := k.Complete(ctx, "key-1", []byte("answer")); err != nil {
+		t.Fatal(err)
+	}
+	// A completed key keeps its answer.
+	if err := k.Release(ctx, "key-1"); err != nil {
+		t.Fatal(err)
+	}
+	if rec, claimed, _ := k.Claim(ctx, "key-1", "hash-b", storeClock.Add(time.Hour), lease); claimed || !rec.Completed {
+		t.Errorf("after releasing a completed key, Claim = %+v, %v; want its answer", rec, claimed)
+	}
+	if err := k.Release(ctx, "key-nope"); err != nil {
+		t.Errorf("Release(unknown) = %v, want nil", err)
+	}
+}
+
+func contractKeysReap(t *testing.T, newKeys newKeysFunc) {
+	ctx := context.Background()
+	k := newKeys(t)
+	old, fresh := storeClock.Add(-48*time.Hour), storeClock
+	for i := range 250 {
+		created := old.Add(time.Duration(i) * time.Second)
+		if _, _, err := k.Claim(ctx, "old-"+strconv.Itoa(i), "h", created, created.Add(orders.KeyLease)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		if _, _, err := k.Claim(ctx, "new-"+strconv.Itoa(i), "h", fresh, fresh.Add(orders.KeyLease)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cutoff := storeClock.Add(-orders.KeyRetention)
+	var batches []int
+	for {
+		n, err := k.Reap(ctx, cutoff, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, n)
+		if n < 100 {
+			break
+		}
+	}
+	if want := []int{100, 100, 50}; !reflect.DeepEqual(batches, want) {
+		t.Errorf("Reap batches = %v, want %v", batches, want)
+	}
+	// The old keys are gone (claimable afresh), the new ones kept.
+	if _, claimed, _ := k.Claim(ctx, "old-0", "other", storeClock, storeClock.Add(orders.KeyLease)); !claimed {
+		t.Error("a reaped key is still there")
+	}
+	for i := range 5 {
+		if _, claimed, _ := k.Claim(ctx, "new-"+strconv.Itoa(i), "h", storeClock, storeClock.Add(orders.KeyLease)); claimed {
+			t.Errorf("key new-%d was reaped", i)
+		}
+	}
+}
+
+// 50 requests with one new key at once: exactly one claims it.
+func contractKeysClaimConcurrent(t *testing.T, newKeys newKeysFunc) {
+	k := newKeys(t)
+	if n := claimRace(t, k, 50, storeClock); n != 1 {
+		t.Errorf("50 concurrent claims of a new key: %d won, want 1", n)
+	}
+}
+
+// 50 retries of one request find its key's lease over: exactly one takes
+// it over.
+func contractKeysTakeoverConcurrent(t *testing.T, newKeys newKeysFunc) {
+	k := newKeys(t)
+	if _, claimed, err := k.Claim(context.Background(), "key-1", "hash-a", storeClock, storeClock.Add(orders.KeyLease)); err != nil || !claimed {
+		t.Fatal(claimed, err)
+	}
+	if n := claimRace(t, k, 50, storeClock.Add(orders.KeyLease+time.Second)); n != 1 {
+		t.Errorf("50 concurrent takeovers of an expired key: %d won, want 1", n)
+	}
+}
+
+// claimRace runs n claims of key-1 at once, at now, and counts the wins.
+func claimRace(t *testing.T, k orders.Keys, n int, now time.Time) int {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		won   int
+		start = make(chan struct{})
+	)
+	for range n {
+		wg.Go(func() {
+			<-start
+			_, claimed, err := k.Claim(context.Background(), "key-1", "hash-a", now, now.Add(orders.KeyLease))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if claimed {
+				mu.Lock()
+				won++
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return won
+}
+
+// Two reapers at once delete every old key once between them.
+func contractKeysReapConcurrent(t *testing.T, newKeys newKeysFunc) {
+	ctx := context.Background()
+	k := newKeys(t)
+	for i := range 200 {
+		if _, _, err := k.Claim(ctx, "old-"+strconv.Itoa(i), "h", storeClock.Add(-48*time.Hour), storeClock); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		total int
+	)
+	for range 2 {
+		wg.Go(func() {
+			for {
+				n, err := k.Reap(ctx, storeClock.Add(-orders.KeyRetention), 30)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				total += n
+				mu.Unlock()
+				if n == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if total != 200 {
+		t.Errorf("two reapers deleted %d keys, want 200", total)
+	}
+}
+
+// TestStoreContract runs the Store contract against the memory store and
+// PostgreSQL (skipped without MERCADO_TEST_DATABASE_URL).
+func TestStoreContract(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		testStore(t, func(*testing.T) orders.Store { return orders.NewMemStore() })
+	})
+	t.Run("postgres", func(t *testing.T) { testStore(t, pgStoreForTest(t)) })
+}
+
+// TestKeysContract runs the Keys contract against the memory key store and
+// PostgreSQL (skipped without MERCADO_TEST_DATABASE_URL).
+func TestKeysContract(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		testKeys(t, func(*testing.T) orders.Keys { return orders.NewMemKeys() })
+	})
+	t.Run("postgres", func(t *testing.T) { testKeys(t, pgKeysForTest(t)) })
+}
