@@ -295,7 +295,9 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	if err := dec.Decode(dst); err != nil {
 		return fmt.Errorf("invalid body: %w", err)
 	}
-	if dec.More() {
+	// Only the end of the body may follow the value (dec.More would let a
+	// stray "]" or "}" through).
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("invalid body: more than one JSON value")
 	}
 	return nil

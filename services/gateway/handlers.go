@@ -283,7 +283,13 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, dst any)
 		}
 		return http.StatusBadRequest, fmt.Errorf("malformed JSON: %v", err)
 	}
-	if dec.More() {
+	// Only the end of the body may follow the value. (dec.More would let a
+	// stray "]" or "}" through: it reports false for those.)
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", maxBytes)
+		}
 		return http.StatusBadRequest, errors.New("body must hold one JSON value")
 	}
 	return 0, nil
