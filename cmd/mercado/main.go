@@ -80,6 +80,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runMode(ctx, rest, getenv, stdout, stderr)
 	case "fault":
 		return runFault(ctx, rest, getenv, stdout, stderr)
+	case "healthcheck":
+		return runHealthcheck(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "mercado", buildVersion())
 		return nil

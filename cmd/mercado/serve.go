@@ -21,8 +21,9 @@ import (
 const serveUsage = `Usage: mercado serve <gateway|orders|catalog|payments|shipping|all> [flags]
 
 Serves one service, or all five in one process on loopback ports (the
-embedded default: in-memory stores, no Docker, no database). Stops
-gracefully on SIGINT or SIGTERM.
+embedded default: in-memory stores, no Docker, no database). With
+--database-url (or MERCADO_DATABASE_URL) the services keep their state in
+PostgreSQL instead, one schema each. Stops gracefully on SIGINT or SIGTERM.
 
 Flags:
 `
@@ -106,14 +107,15 @@ func leaf(cfg serve.Common, start func(context.Context, serve.Common, *slog.Logg
 }
 
 // allServices runs the five services on loopback at their usual ports.
-// Mode, margin, floor and drain apply to every service; the gateway's
-// edge flags, orders' caps and each service's faults have flags of their
-// own.
+// Mode, margin, floor, drain and the database apply to every service; the
+// gateway's edge flags, orders' caps and each service's faults have flags
+// of their own.
 func allServices() service {
 	cfg := shop.DefaultConfig("127.0.0.1")
 	shared := serve.Defaults("", "")
 	register := func(fs *flag.FlagSet) {
 		shared.RegisterModeFlags(fs)
+		shared.RegisterDatabaseFlags(fs)
 		cfg.Gateway.RegisterEdgeFlags(fs)
 		cfg.Orders.RegisterCapFlags(fs)
 		for _, name := range []string{"gateway", "orders", "catalog", "payments", "shipping"} {
@@ -123,6 +125,7 @@ func allServices() service {
 	validate := func() error {
 		cfg.SetMode(shared.Mode, shared.Margin, shared.Floor)
 		cfg.SetDrainTimeout(shared.DrainTimeout)
+		cfg.SetDatabase(shared.DatabaseURL, shared.DBMaxConns)
 		return errors.Join(cfg.Gateway.Validate(), cfg.Orders.Validate(),
 			cfg.Catalog.Validate(), cfg.Payments.Validate(), cfg.Shipping.Validate())
 	}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"net/http"
 	"time"
 )
@@ -27,9 +28,14 @@ func NewHTTPServer(h http.Handler) *http.Server {
 	}
 }
 
+// ReadyTimeout bounds a readiness check (see Kit.SetReadiness), so that a
+// probe gets its answer even when the check hangs.
+const ReadyTimeout = time.Second
+
 // newAdminServer serves /healthz (the process is alive), /readyz (it
-// accepts new work) and any extra admin routes.
-func newAdminServer(p *Process, extra http.Handler) *http.Server {
+// accepts new work, and ready, when given, passes) and any extra admin
+// routes.
+func newAdminServer(p *Process, extra http.Handler, ready func(context.Context) error) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -41,6 +47,15 @@ func newAdminServer(p *Process, extra http.Handler) *http.Server {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte("stopping\n"))
 			return
+		}
+		if ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
+			defer cancel()
+			if err := ready(ctx); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte("not ready: " + err.Error() + "\n"))
+				return
+			}
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})

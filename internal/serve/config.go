@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 )
@@ -45,7 +47,20 @@ type Common struct {
 	AdminToken string
 	// Pools and breakers.
 	Resilience Resilience
+	// DatabaseURL, when set, keeps the service's state in PostgreSQL
+	// (postgres://user:password@host:5432/db?sslmode=disable): one
+	// database for the whole shop, one schema per service, migrated at
+	// start-up. Unset, the service keeps its state in memory, the embedded
+	// default. The gateway keeps no state and ignores it.
+	DatabaseURL string
+	// DBMaxConns bounds the service's pool of database connections.
+	DBMaxConns int
 }
+
+// DefaultDBMaxConns is a service's pool of database connections: enough
+// for its bulkheads' worth of concurrent requests, since each holds a
+// connection only for the few statements of one store call.
+const DefaultDBMaxConns = 10
 
 // Resilience sizes the pools and breakers.
 type Resilience struct {
@@ -114,7 +129,7 @@ func Defaults(addr, adminAddr string) Common {
 		Addr: addr, AdminAddr: adminAddr,
 		Mode: DefaultMode, Margin: DefaultMargin, Floor: DefaultFloor,
 		Faults: faults.Set{}, DrainTimeout: DefaultDrainTimeout,
-		Resilience: DefaultResilience(),
+		Resilience: DefaultResilience(), DBMaxConns: DefaultDBMaxConns,
 	}
 }
 
@@ -125,6 +140,16 @@ func (c *Common) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "admin listen address (/healthz, /readyz)")
 	c.RegisterModeFlags(fs)
 	fs.Var(&c.Faults, "fault", `simulated work, "[Method:]latency=280ms[,hang[=10s]]"; repeatable, or ";"-separated`)
+	c.RegisterDatabaseFlags(fs)
+}
+
+// RegisterDatabaseFlags binds the database flags only. Prefer the
+// environment (MERCADO_DATABASE_URL) for the URL: a flag's value, password
+// included, shows in the process list.
+func (c *Common) RegisterDatabaseFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL,
+		"PostgreSQL URL for the service's state, e.g. postgres://mercado:mercado@127.0.0.1:5432/mercado?sslmode=disable (empty: in memory)")
+	fs.IntVar(&c.DBMaxConns, "db-max-conns", c.DBMaxConns, "most database connections the service holds")
 }
 
 // RegisterModeFlags binds the mode, margin, floor and drain flags only.
@@ -167,6 +192,14 @@ func (c Common) Validate() error {
 	}
 	if c.DrainTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("drain-timeout: %v must be positive", c.DrainTimeout))
+	}
+	if c.DBMaxConns < 1 || c.DBMaxConns > 1000 {
+		errs = append(errs, fmt.Errorf("db-max-conns: %d is outside 1 to 1000", c.DBMaxConns))
+	}
+	if c.DatabaseURL != "" {
+		if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
+			errs = append(errs, fmt.Errorf("database-url: %w", err)) // pgx leaves the password out
+		}
 	}
 	return errors.Join(errs...)
 }

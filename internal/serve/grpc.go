@@ -50,7 +50,7 @@ func StartGRPC(ctx context.Context, k *Kit, register func(*grpc.Server)) (*Proce
 	return start(ctx, options{
 		name: k.Name, addr: k.common.Addr, adminAddr: k.common.AdminAddr,
 		drain: k.common.DrainTimeout, log: k.Log, admin: k.AdminHandler(),
-		onStop: hs.Shutdown, metrics: k.Metrics,
+		onStop: hs.Shutdown, metrics: k.Metrics, ready: k.ready, release: k.Close,
 	}, grpcServer{srv})
 }
 

@@ -13,6 +13,7 @@ func StartHTTP(ctx context.Context, k *Kit, h http.Handler) (*Process, error) {
 	return start(ctx, options{
 		name: k.Name, addr: k.common.Addr, adminAddr: k.common.AdminAddr,
 		drain: k.common.DrainTimeout, log: k.Log, admin: k.AdminHandler(), metrics: k.Metrics,
+		ready: k.ready, release: k.Close,
 	}, httpServer{srv})
 }
 

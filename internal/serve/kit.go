@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"sync"
 
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
@@ -26,8 +28,41 @@ type Kit struct {
 	// Peers receive the gateway's fanned-out mode switches.
 	Peers []admin.Peer
 
-	common Common
-	routes map[string]http.Handler
+	common    Common
+	routes    map[string]http.Handler
+	readiness func(context.Context) error
+	closers   []func()
+	closeOnce sync.Once
+}
+
+// SetReadiness sets a check for /readyz to run besides "not stopping":
+// while check fails, /readyz answers 503 and the error, so that a load
+// balancer stops sending the service work it cannot do (its database is
+// unreachable, say), and sends it again once check passes. check gets a
+// context bounded by ReadyTimeout. Call it before the service starts.
+func (k *Kit) SetReadiness(check func(context.Context) error) { k.readiness = check }
+
+// ready runs the readiness check, if there is one.
+func (k *Kit) ready(ctx context.Context) error {
+	if k.readiness == nil {
+		return nil
+	}
+	return k.readiness(ctx)
+}
+
+// OnClose registers f to run when the process stops, after its work in
+// flight has drained: releasing what the service holds, such as its
+// database pool. Closers run last registered first, as deferred calls do.
+func (k *Kit) OnClose(f func()) { k.closers = append(k.closers, f) }
+
+// Close runs the closers, once. The process calls it when it stops; a
+// service whose Start fails after registering closers calls it itself.
+func (k *Kit) Close() {
+	k.closeOnce.Do(func() {
+		for _, f := range slices.Backward(k.closers) {
+			f()
+		}
+	})
 }
 
 // HandleAdmin adds a read route of the service's own to its admin API.

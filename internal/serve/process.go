@@ -53,25 +53,32 @@ type options struct {
 	name, addr, adminAddr string
 	drain                 time.Duration
 	log                   *slog.Logger
-	admin                 http.Handler // extra admin routes, may be nil
-	onStop                func()       // runs first on shutdown, may be nil
+	admin                 http.Handler                // extra admin routes, may be nil
+	onStop                func()                      // runs first on shutdown, may be nil
+	ready                 func(context.Context) error // readiness beyond "not stopping", may be nil
+	release               func()                      // runs last on shutdown, and if start fails; may be nil
 	metrics               interface{ Shutdown(context.Context) error }
 }
 
 // start listens on both addresses and serves until ctx ends.
 func start(ctx context.Context, o options, srv server) (*Process, error) {
+	if o.release == nil {
+		o.release = func() {}
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", o.addr)
 	if err != nil {
+		o.release()
 		return nil, err
 	}
 	adminLn, err := lc.Listen(ctx, "tcp", o.adminAddr)
 	if err != nil {
 		ln.Close()
+		o.release()
 		return nil, err
 	}
 	p := &Process{Name: o.name, Addr: ln.Addr().String(), AdminAddr: adminLn.Addr().String(), done: make(chan struct{})}
-	admin := newAdminServer(p, o.admin)
+	admin := newAdminServer(p, o.admin, o.ready)
 	if o.drain <= 0 {
 		o.drain = DefaultDrainTimeout
 	}
@@ -108,6 +115,7 @@ func start(ctx context.Context, o options, srv server) (*Process, error) {
 		if o.metrics != nil {
 			_ = o.metrics.Shutdown(drainCtx)
 		}
+		o.release() // after the drain: work in flight may still need the database
 		log.Info("stopped", "drained_in", time.Since(start).Round(time.Millisecond).String())
 	}()
 	return p, nil

@@ -87,6 +87,16 @@ func (c *Config) SetDrainTimeout(d time.Duration) {
 	}
 }
 
+// SetDatabase keeps every service's state in the PostgreSQL database at
+// url (one schema per service), each service with a pool of at most
+// maxConns connections; an empty url keeps it in memory. The gateway keeps
+// no state and opens no pool.
+func (c *Config) SetDatabase(url string, maxConns int) {
+	for _, com := range c.commons() {
+		com.DatabaseURL, com.DBMaxConns = url, maxConns
+	}
+}
+
 // Faults returns each service's fault set by name, for flags to fill.
 func (c *Config) Faults() map[string]*faults.Set {
 	return map[string]*faults.Set{

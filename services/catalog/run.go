@@ -11,8 +11,8 @@ import (
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 )
 
-// Start runs the catalog service until ctx ends, on the in-memory store
-// seeded with the demo catalogue.
+// Start runs the catalog service until ctx ends, on PostgreSQL when
+// cfg.DatabaseURL is set, else on the in-memory store (see newStore).
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
@@ -21,8 +21,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	if err != nil {
 		return nil, err
 	}
-	svc, err := NewService(NewMemStore(Seed()), kit.Faults, kit.Settings)
+	store, err := newStore(ctx, cfg, kit)
 	if err != nil {
+		kit.Close()
+		return nil, err
+	}
+	svc, err := NewService(store, kit.Faults, kit.Settings)
+	if err != nil {
+		kit.Close()
 		return nil, err
 	}
 	return serve.StartGRPC(ctx, kit, func(s *grpc.Server) { catalogv1.RegisterCatalogServiceServer(s, grpcServer{svc: svc}) })

@@ -16,7 +16,12 @@ import (
 	shippingv1 "github.com/mercado-lab/mercado/proto/shipping/v1"
 )
 
-// Start runs the orders service until ctx ends, on the in-memory store.
+// Start runs the orders service until ctx ends, on PostgreSQL when
+// cfg.DatabaseURL is set, else on the in-memory stores (see newStores).
+//
+// When the process stops, after its requests in flight have drained, the
+// background workers stop first, then the client connections close, then
+// the database pool: the kit's closers run last registered first.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("orders: %w", err)
@@ -25,41 +30,46 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	if err != nil {
 		return nil, err
 	}
+	store, keys, err := newStores(ctx, cfg, kit)
+	if err != nil {
+		kit.Close()
+		return nil, err
+	}
 	deps := newDependencies(kit, cfg)
 	var cs conns
+	kit.OnClose(func() { cs.Close() })
 	for _, d := range []struct {
 		addr   string
 		policy *resilience.Outbound
 	}{{cfg.CatalogAddr, deps.catalog}, {cfg.PaymentsAddr, deps.payments}, {cfg.ShippingAddr, deps.shipping}} {
 		cc, err := dial.Conn(d.addr, d.policy.Interceptor())
 		if err != nil {
-			cs.Close()
+			kit.Close()
 			return nil, err
 		}
 		cs = append(cs, cc)
 	}
 	svc, err := NewService(Deps{
-		Store: NewMemStore(), Keys: NewMemKeys(),
+		Store: store, Keys: keys,
 		Catalog:  catalogClient{catalogv1.NewCatalogServiceClient(cs[0])},
 		Payments: paymentsClient{paymentsv1.NewPaymentsServiceClient(cs[1])},
 		Shipping: shippingClient{shippingv1.NewShippingServiceClient(cs[2])},
 		Settings: kit.Settings, Log: kit.Log, Work: kit.Faults,
 	})
 	if err != nil {
-		cs.Close()
-		return nil, err
-	}
-	p, err := serve.StartGRPC(ctx, kit, func(s *grpc.Server) { ordersv1.RegisterOrdersServiceServer(s, grpcServer{svc: svc}) })
-	if err != nil {
-		cs.Close()
+		kit.Close()
 		return nil, err
 	}
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
-	go svc.RunWorkers(workers, kit.Log)
+	stopped := make(chan struct{})
 	go func() {
-		<-p.Done()
-		stopWorkers()
-		cs.Close()
+		defer close(stopped)
+		svc.RunWorkers(workers, kit.Log)
 	}()
-	return p, nil
+	kit.OnClose(func() {
+		stopWorkers()
+		<-stopped
+	})
+	// On failure, StartGRPC closes the kit: the workers stop, and the rest.
+	return serve.StartGRPC(ctx, kit, func(s *grpc.Server) { ordersv1.RegisterOrdersServiceServer(s, grpcServer{svc: svc}) })
 }

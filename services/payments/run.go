@@ -11,7 +11,8 @@ import (
 	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
 )
 
-// Start runs the payments service until ctx ends, on the in-memory store.
+// Start runs the payments service until ctx ends, on PostgreSQL when
+// cfg.DatabaseURL is set, else on the in-memory store (see newStore).
 // The faults in cfg shape the simulated payment provider's work.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, error) {
 	if err := cfg.Validate(); err != nil {
@@ -21,12 +22,19 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	if err != nil {
 		return nil, err
 	}
-	svc, err := NewService(NewMemStore(), kit.Faults, kit.Settings)
+	store, err := newStore(ctx, cfg, kit)
 	if err != nil {
+		kit.Close()
+		return nil, err
+	}
+	svc, err := NewService(store, kit.Faults, kit.Settings)
+	if err != nil {
+		kit.Close()
 		return nil, err
 	}
 	kit.HandleAdmin("GET /admin/charges", chargesHandler(svc))
 	if err := observeDuplicates(kit, svc); err != nil {
+		kit.Close()
 		return nil, err
 	}
 	return serve.StartGRPC(ctx, kit, func(s *grpc.Server) { paymentsv1.RegisterPaymentsServiceServer(s, grpcServer{svc: svc}) })

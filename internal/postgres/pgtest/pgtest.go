@@ -1,0 +1,125 @@
+// Package pgtest gives each PostgreSQL test a database of its own, on the
+// server named by MERCADO_TEST_DATABASE_URL (or, failing that,
+// MERCADO_DATABASE_URL). Without either, the tests that need one skip.
+//
+// Each call to [NewDatabase] runs CREATE DATABASE t_<random> on that
+// server and DROP DATABASE ... WITH (FORCE) when the test ends, so tests
+// never see each other's rows, may run in parallel, and leave nothing
+// behind. The role in the URL needs CREATEDB. Creating and dropping a
+// database took 0.3 to 0.8 s together on a 2-core machine, so store
+// suites run their tests in parallel (t.Parallel). Migrating the new
+// database is each test's own business, so every test that uses one
+// exercises the migrations too.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mercado-lab/mercado/internal/postgres"
+)
+
+// The environment variables naming the server tests use.
+const (
+	EnvTestURL = "MERCADO_TEST_DATABASE_URL"
+	EnvURL     = "MERCADO_DATABASE_URL"
+)
+
+// SkipMessage is why PostgreSQL tests skip when no server is configured.
+const SkipMessage = "set " + EnvTestURL + " to run the PostgreSQL store tests " +
+	"(e.g. postgres://mercado:mercado@127.0.0.1:5432/mercado?sslmode=disable; see README)"
+
+// AdminURL returns the URL of the server's maintenance database, from
+// which test databases are created, or skips t when none is configured.
+func AdminURL(t testing.TB) string {
+	t.Helper()
+	for _, env := range []string{EnvTestURL, EnvURL} {
+		if v := os.Getenv(env); v != "" {
+			return v
+		}
+	}
+	t.Skip(SkipMessage)
+	return ""
+}
+
+// Database is one test's database.
+type Database struct {
+	// Name is the database's name.
+	Name string
+	// URL connects to it.
+	URL string
+	// AdminURL connects to the maintenance database it was created from.
+	AdminURL string
+}
+
+// NewDatabase creates an empty database for t, dropped when t ends, or
+// skips t when no server is configured.
+func NewDatabase(t testing.TB) Database {
+	t.Helper()
+	admin := AdminURL(t)
+	u, err := url.Parse(admin)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("%s must be a postgres:// URL", EnvTestURL)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "t_" + hex.EncodeToString(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	Exec(t, ctx, admin, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// FORCE ends any session still connected (a pool a test leaked).
+		Exec(t, ctx, admin, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	})
+	u.Path = "/" + name
+	return Database{Name: name, URL: u.String(), AdminURL: admin}
+}
+
+// Open creates a database for t (see NewDatabase) and returns a pool of at
+// most maxConns connections to it, closed when t ends.
+func Open(t testing.TB, maxConns int) (*pgxpool.Pool, Database) {
+	t.Helper()
+	db := NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := postgres.Open(ctx, db.URL, postgres.Options{MaxConns: maxConns})
+	if err != nil {
+		t.Fatalf("opening %s: %v", db.Name, err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, db
+}
+
+// Exec runs one statement on its own connection to databaseURL, failing t
+// if it fails. Statements such as CREATE DATABASE cannot run in a
+// transaction, hence no pool.
+func Exec(t testing.TB, ctx context.Context, databaseURL, sql string, args ...any) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		t.Fatalf("connecting to the test server: %v", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		t.Fatalf("%s: %v", firstWords(sql), err)
+	}
+}
+
+func firstWords(sql string) string {
+	f := strings.Fields(sql)
+	if len(f) > 3 {
+		f = f[:3]
+	}
+	return strings.Join(f, " ")
+}

@@ -1,0 +1,242 @@
+package catalog
+
+// The PostgreSQL store lives in package catalog, beside the memory store,
+// rather than in a postgres/ subpackage: Start (run.go) chooses and builds
+// the store, and a subpackage would import catalog for Product and Store
+// while catalog imported it back for Start — an import cycle. The shared
+// plumbing (pool, migrations, errors) is in internal/postgres.
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mercado-lab/mercado/internal/apperr"
+	"github.com/mercado-lab/mercado/internal/postgres"
+)
+
+// Schema is the PostgreSQL schema that holds the catalog's tables.
+const Schema = "catalog"
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrate brings the catalog's schema up to date (migrations/*.sql).
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	files, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return err
+	}
+	return postgres.Migrate(ctx, pool, Schema, files)
+}
+
+// PGStore is the Store on PostgreSQL.
+type PGStore struct {
+	pool *pgxpool.Pool
+}
+
+var _ Store = (*PGStore)(nil)
+
+// NewPGStore returns a store on pool, whose schema Migrate has brought up
+// to date.
+func NewPGStore(pool *pgxpool.Pool) (*PGStore, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("catalog: a connection pool is required")
+	}
+	return &PGStore{pool: pool}, nil
+}
+
+// Seed adds the products not in the store yet. Those already there keep
+// their price and stock, so a restart never refills the shop.
+func (s *PGStore) Seed(ctx context.Context, products []Product) error {
+	var skus, names []string
+	var prices, stocks []int64
+	for _, p := range products {
+		skus, names = append(skus, p.SKU), append(names, p.Name)
+		prices, stocks = append(prices, p.PriceCents), append(stocks, p.Stock)
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO catalog.products (sku, name, price_cents, stock)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+		ON CONFLICT (sku) DO NOTHING`, skus, names, prices, stocks)
+	return postgres.Error(err, "seeding the catalogue")
+}
+
+// List implements Store.
+func (s *PGStore) List(ctx context.Context) ([]Product, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT sku, name, price_cents, stock FROM catalog.products ORDER BY sku`)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Product])
+	if err != nil {
+		return nil, postgres.Error(err, "listing products")
+	}
+	return out, nil
+}
+
+// Get implements Store.
+func (s *PGStore) Get(ctx context.Context, sku string) (Product, error) {
+	var p Product
+	err := s.pool.QueryRow(ctx, `SELECT sku, name, price_cents, stock FROM catalog.products WHERE sku = $1`, sku).
+		Scan(&p.SKU, &p.Name, &p.PriceCents, &p.Stock)
+	switch {
+	case postgres.NoRows(err):
+		return Product{}, apperr.New(apperr.NotFound, "unknown sku %q", sku)
+	case err != nil:
+		return Product{}, postgres.Error(err, "reading a product")
+	}
+	return p, nil
+}
+
+// Reserve implements Store, in one transaction: all or nothing.
+func (s *PGStore) Reserve(ctx context.Context, orderID string, lines []Line) (Reservation, error) {
+	var r Reservation
+	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		r, err = reserve(ctx, tx, orderID, lines)
+		return err
+	})
+	return r, err
+}
+
+func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line) (Reservation, error) {
+	// 1. Take the order's one reservation. A second Reserve for the same
+	// order, running at the same time, waits on the unique index until
+	// this transaction ends; then it finds this reservation and returns
+	// it, or — if this one rolled back — takes its own.
+	r := Reservation{OrderID: orderID}
+	err := tx.QueryRow(ctx, `
+		INSERT INTO catalog.reservations (order_id) VALUES ($1)
+		ON CONFLICT (order_id) DO NOTHING RETURNING id`, orderID).Scan(&r.ID)
+	if postgres.NoRows(err) {
+		return loadReservation(ctx, tx, orderID)
+	}
+	if err != nil {
+		return Reservation{}, postgres.Error(err, "reserving stock")
+	}
+
+	// 2. Lock the products, in SKU order: two orders that lock the same
+	// products lock them in the same order, so they never deadlock.
+	want := map[string]int64{}
+	for _, l := range lines {
+		want[l.SKU] += l.Qty
+	}
+	skus := slices.Sorted(maps.Keys(want))
+	rows, _ := tx.Query(ctx, `
+		SELECT sku, name, price_cents, stock FROM catalog.products
+		WHERE sku = ANY($1) ORDER BY sku FOR UPDATE`, skus)
+	locked, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Product])
+	if err != nil {
+		return Reservation{}, postgres.Error(err, "locking products")
+	}
+	products := map[string]Product{}
+	for _, p := range locked {
+		products[p.SKU] = p
+	}
+
+	// 3. Check every line before changing anything, in the lines' order,
+	// as the memory store does.
+	asked := map[string]int64{}
+	for _, l := range lines {
+		p, ok := products[l.SKU]
+		if !ok {
+			return Reservation{}, apperr.New(apperr.NotFound, "unknown sku %q", l.SKU)
+		}
+		asked[l.SKU] += l.Qty
+		if asked[l.SKU] > p.Stock {
+			return Reservation{}, apperr.New(apperr.Conflict, "out of stock: %q has %d left", l.SKU, p.Stock)
+		}
+	}
+
+	// 4. Take the stock and record the lines at today's prices. The three
+	// writes go to the server in one batch, one round trip: the product
+	// rows stay locked until the commit, and every checkout of a popular
+	// product waits for them, so the fewer round trips under the lock, the
+	// more checkouts per second.
+	qtys := make([]int64, len(skus))
+	for i, sku := range skus {
+		qtys[i] = want[sku]
+	}
+	var lineSKUs []string
+	var lineQtys, linePrices []int64
+	for _, l := range lines {
+		price := products[l.SKU].PriceCents
+		r.Lines = append(r.Lines, PricedLine{Line: l, UnitPriceCents: price})
+		r.TotalCents += l.Qty * price
+		lineSKUs, lineQtys, linePrices = append(lineSKUs, l.SKU), append(lineQtys, l.Qty), append(linePrices, price)
+	}
+	var writes pgx.Batch
+	writes.Queue(`
+		UPDATE catalog.products p SET stock = p.stock - w.qty
+		FROM unnest($1::text[], $2::bigint[]) AS w(sku, qty) WHERE p.sku = w.sku`, skus, qtys)
+	writes.Queue(`
+		INSERT INTO catalog.reservation_lines (reservation_id, line_no, sku, qty, unit_price_cents)
+		SELECT $1, l.n, l.sku, l.qty, l.price
+		FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS l(sku, qty, price, n)`,
+		r.ID, lineSKUs, lineQtys, linePrices)
+	writes.Queue(`UPDATE catalog.reservations SET total_cents = $2 WHERE id = $1`, r.ID, r.TotalCents)
+	if err := tx.SendBatch(ctx, &writes).Close(); err != nil {
+		return Reservation{}, postgres.Error(err, "taking stock")
+	}
+	return r, nil
+}
+
+// loadReservation returns the reservation of an order.
+func loadReservation(ctx context.Context, q pgx.Tx, orderID string) (Reservation, error) {
+	r := Reservation{OrderID: orderID}
+	if err := q.QueryRow(ctx, `SELECT id, total_cents FROM catalog.reservations WHERE order_id = $1`, orderID).
+		Scan(&r.ID, &r.TotalCents); err != nil {
+		return Reservation{}, postgres.Error(err, "reading a reservation")
+	}
+	rows, _ := q.Query(ctx, `
+		SELECT sku, qty, unit_price_cents FROM catalog.reservation_lines
+		WHERE reservation_id = $1 ORDER BY line_no`, r.ID)
+	var l PricedLine
+	_, err := pgx.ForEachRow(rows, []any{&l.SKU, &l.Qty, &l.UnitPriceCents}, func() error {
+		r.Lines = append(r.Lines, l)
+		return nil
+	})
+	if err != nil {
+		return Reservation{}, postgres.Error(err, "reading a reservation's lines")
+	}
+	return r, nil
+}
+
+// Release implements Store, in one transaction: the stock comes back
+// once, however many times it is called.
+func (s *PGStore) Release(ctx context.Context, reservationID string) error {
+	return postgres.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		// The reservation's row lock makes a concurrent Release wait, then
+		// see released = true.
+		var released bool
+		err := tx.QueryRow(ctx, `SELECT released FROM catalog.reservations WHERE id = $1 FOR UPDATE`, reservationID).Scan(&released)
+		switch {
+		case postgres.NoRows(err):
+			return apperr.New(apperr.NotFound, "unknown reservation %q", reservationID)
+		case err != nil:
+			return postgres.Error(err, "releasing stock")
+		case released:
+			return nil
+		}
+		// Lock the products in SKU order, as Reserve does, before giving
+		// the stock back.
+		if _, err := tx.Exec(ctx, `
+			SELECT 1 FROM catalog.products
+			WHERE sku IN (SELECT sku FROM catalog.reservation_lines WHERE reservation_id = $1)
+			ORDER BY sku FOR UPDATE`, reservationID); err != nil {
+			return postgres.Error(err, "locking products")
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE catalog.products p SET stock = p.stock + l.qty
+			FROM (SELECT sku, sum(qty) AS qty FROM catalog.reservation_lines
+			      WHERE reservation_id = $1 GROUP BY sku) AS l
+			WHERE p.sku = l.sku`, reservationID); err != nil {
+			return postgres.Error(err, "giving stock back")
+		}
+		_, err = tx.Exec(ctx, `UPDATE catalog.reservations SET released = true WHERE id = $1`, reservationID)
+		return postgres.Error(err, "releasing stock")
+	})
+}

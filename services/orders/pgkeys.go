@@ -1,0 +1,113 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mercado-lab/mercado/internal/apperr"
+	"github.com/mercado-lab/mercado/internal/postgres"
+)
+
+// PGKeys is the Keys on PostgreSQL, in the orders schema (see Migrate).
+type PGKeys struct {
+	pool *pgxpool.Pool
+}
+
+var _ Keys = (*PGKeys)(nil)
+
+// NewPGKeys returns a key store on pool, whose schema Migrate has brought
+// up to date.
+func NewPGKeys(pool *pgxpool.Pool) (*PGKeys, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("orders: a connection pool is required")
+	}
+	return &PGKeys{pool: pool}, nil
+}
+
+const keyColumns = `key, request_hash, completed, response, lease_until, created_at`
+
+func scanKey(row pgx.Row) (KeyRecord, error) {
+	var r KeyRecord
+	err := row.Scan(&r.Key, &r.RequestHash, &r.Completed, &r.Response, &r.LeaseUntil, &r.CreatedAt)
+	return r, err
+}
+
+// claimAttempts bounds Claim's retries when the key it found is released
+// between its two statements.
+const claimAttempts = 3
+
+// Claim implements Keys in one statement, so two claims can never both
+// win: the insert takes an unknown key; on a known one, the update takes
+// it over only when its holder's lease ran out with no answer and the
+// request is the same. PostgreSQL runs the ON CONFLICT branch with the
+// row locked, so two takeovers at once are one after the other, and the
+// second sees the first's new lease. When nothing was taken, no row is
+// returned, and the stored record is read.
+func (k *PGKeys) Claim(ctx context.Context, key, hash string, now, leaseUntil time.Time) (KeyRecord, bool, error) {
+	for range claimAttempts {
+		rec, err := scanKey(k.pool.QueryRow(ctx, `
+			INSERT INTO orders.idempotency_keys AS k (key, request_hash, lease_until, created_at)
+			VALUES ($1, $2, $4, $3)
+			ON CONFLICT (key) DO UPDATE
+				SET request_hash = excluded.request_hash, completed = false, response = NULL,
+				    lease_until = excluded.lease_until, created_at = excluded.created_at
+				WHERE NOT k.completed AND k.lease_until <= $3 AND k.request_hash = excluded.request_hash
+			RETURNING `+keyColumns, key, hash, now, leaseUntil))
+		switch {
+		case err == nil:
+			return rec, true, nil
+		case !postgres.NoRows(err):
+			return KeyRecord{}, false, postgres.Error(err, "claiming an idempotency key")
+		}
+		rec, err = scanKey(k.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM orders.idempotency_keys WHERE key = $1`, key))
+		switch {
+		case err == nil:
+			return rec, false, nil
+		case !postgres.NoRows(err):
+			return KeyRecord{}, false, postgres.Error(err, "reading an idempotency key")
+		}
+		// Released (or reaped) since the insert: try again.
+	}
+	return KeyRecord{}, false, apperr.New(apperr.Unavailable, "idempotency key %q keeps changing hands; retry", key)
+}
+
+// Complete implements Keys.
+func (k *PGKeys) Complete(ctx context.Context, key string, response []byte) error {
+	if response == nil {
+		response = []byte{} // completed means an answer is stored, even an empty one
+	}
+	tag, err := k.pool.Exec(ctx, `UPDATE orders.idempotency_keys SET completed = true, response = $2 WHERE key = $1`, key, response)
+	switch {
+	case err != nil:
+		return postgres.Error(err, "storing the answer of an idempotency key")
+	case tag.RowsAffected() == 0:
+		return apperr.New(apperr.NotFound, "unknown idempotency key %q", key)
+	}
+	return nil
+}
+
+// Release implements Keys. A completed key keeps its answer.
+func (k *PGKeys) Release(ctx context.Context, key string) error {
+	_, err := k.pool.Exec(ctx, `DELETE FROM orders.idempotency_keys WHERE key = $1 AND NOT completed`, key)
+	return postgres.Error(err, "releasing an idempotency key")
+}
+
+// Reap implements Keys, oldest first. SKIP LOCKED lets two replicas reap
+// at once, each its own batch, and never waits on a key being claimed.
+func (k *PGKeys) Reap(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	tag, err := k.pool.Exec(ctx, `
+		DELETE FROM orders.idempotency_keys WHERE key IN (
+			SELECT key FROM orders.idempotency_keys WHERE created_at < $1
+			ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff, limit)
+	if err != nil {
+		return 0, postgres.Error(err, "reaping idempotency keys")
+	}
+	return int(tag.RowsAffected()), nil
+}
