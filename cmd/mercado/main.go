@@ -25,6 +25,7 @@ Usage:
   mercado load --gateway URL --admin URL --scenario NAME|FILE
   mercado mode [naive|budgeted] [flags]       (a running shop)
   mercado fault <service> [flags]             (a running service)
+  mercado healthcheck URL                     (exit 0 when URL answers 200; for images)
   mercado version
   mercado help
 
