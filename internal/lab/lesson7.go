@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/faults"
@@ -149,30 +149,15 @@ func lesson7Once(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.
 		return ModeResult{}, err
 	}
 
-	body := `{"customer":"lesson7","items":[{"sku":"tea-sencha","qty":1}],"address":"7 Budget Lane"}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.GatewayURL()+"/api/checkout", bytes.NewBufferString(body))
+	c, err := measureCheckout(ctx, client, s.GatewayURL(), "lesson7-"+string(m), cfg.Deadline,
+		`{"customer":"lesson7","items":[{"sku":"tea-sencha","qty":1}],"address":"7 Budget Lane"}`)
 	if err != nil {
 		return ModeResult{}, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(deadline.HeaderDeadline, strconv.FormatInt(cfg.Deadline.Milliseconds(), 10))
-	req.Header.Set("Idempotency-Key", "lesson7-"+string(m))
-	start := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		return ModeResult{}, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	total := time.Since(start)
-
-	hops, err := timing.Parse(resp.Header.Get("Server-Timing"))
-	if err != nil {
-		return ModeResult{}, err
-	}
+	total, hops := c.took, c.hops
 	out := ModeResult{
 		DeadlineMS: cfg.Deadline.Milliseconds(), TotalMS: total.Round(time.Millisecond).Milliseconds(),
-		Verdict: "WITHIN", HTTPStatus: resp.StatusCode,
+		Verdict: "WITHIN", HTTPStatus: c.status,
 	}
 	if total > cfg.Deadline {
 		out.Verdict = "OVER"
@@ -201,6 +186,40 @@ func lesson7Once(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.
 		out.Hops = append(out.Hops, h)
 	}
 	return out, nil
+}
+
+// checkout is one measured checkout: its status, body, duration as the
+// client saw it, and the hops the shop reported in Server-Timing.
+type checkout struct {
+	status int
+	body   []byte
+	took   time.Duration
+	hops   []timing.Hop
+}
+
+// measureCheckout posts body as a checkout with an idempotency key and the
+// client's deadline, and measures it.
+func measureCheckout(ctx context.Context, client *http.Client, base, key string, deadlineAfter time.Duration, body string) (checkout, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/checkout", strings.NewReader(body))
+	if err != nil {
+		return checkout{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set(deadline.HeaderDeadline, strconv.FormatInt(deadlineAfter.Milliseconds(), 10))
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return checkout{}, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return checkout{}, err
+	}
+	c := checkout{status: resp.StatusCode, body: b, took: time.Since(start)}
+	c.hops, err = timing.Parse(resp.Header.Get("Server-Timing"))
+	return c, err
 }
 
 // warmUp opens the gateway's connections and the shop's gRPC channels so

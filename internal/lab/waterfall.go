@@ -1,14 +1,12 @@
 package lab
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/faults"
@@ -16,7 +14,6 @@ import (
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/internal/shop"
 	"github.com/mercado-lab/mercado/internal/timing"
-	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // WaterfallConfig is the 800 ms create-order waterfall: a budget, the
@@ -118,35 +115,21 @@ func Waterfall(ctx context.Context, cfg WaterfallConfig, log *slog.Logger) (Wate
 	if err := warmUp(ctx, client, s.GatewayURL()); err != nil {
 		return WaterfallResult{}, err
 	}
-	body := `{"customer":"waterfall","items":[{"sku":"kettle-gooseneck","qty":1}],"address":"800 Budget Street"}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.GatewayURL()+"/api/checkout", bytes.NewBufferString(body))
+	c, err := measureCheckout(ctx, client, s.GatewayURL(), "waterfall-1", cfg.Budget,
+		`{"customer":"waterfall","items":[{"sku":"kettle-gooseneck","qty":1}],"address":"800 Budget Street"}`)
 	if err != nil {
 		return WaterfallResult{}, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "waterfall-1")
-	req.Header.Set(deadline.HeaderDeadline, strconv.FormatInt(cfg.Budget.Milliseconds(), 10))
-	start := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		return WaterfallResult{}, err
-	}
+	answeredAt := time.Now()
 	var answer struct {
 		Status  string `json:"status"`
 		OrderID string `json:"order_id"`
 	}
-	_ = json.NewDecoder(resp.Body).Decode(&answer)
-	resp.Body.Close()
-	total := time.Since(start)
-	answeredAt := time.Now()
-
-	hops, err := timing.Parse(resp.Header.Get("Server-Timing"))
-	if err != nil {
-		return WaterfallResult{}, err
-	}
+	_ = json.Unmarshal(c.body, &answer)
+	total, hops := c.took, c.hops
 	res := WaterfallResult{
 		BudgetMS: cfg.Budget.Milliseconds(), TotalMS: total.Round(time.Millisecond).Milliseconds(),
-		HTTPStatus: resp.StatusCode, Status: answer.Status, OrderID: answer.OrderID,
+		HTTPStatus: c.status, Status: answer.Status, OrderID: answer.OrderID,
 	}
 	res.Steps = waterfallSteps(cfg, hops)
 
