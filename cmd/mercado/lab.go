@@ -5,14 +5,12 @@ import (
 	"strings"
 
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"github.com/mercado-lab/mercado/loadtest"
 	"io"
 	"log/slog"
 
-	"github.com/mercado-lab/mercado/internal/flagenv"
 	"github.com/mercado-lab/mercado/internal/lab"
 )
 
@@ -87,14 +85,8 @@ func runLesson7(ctx context.Context, args []string, getenv func(string) string, 
 	fs.DurationVar(&cfg.CatalogLatency, "catalog-latency", cfg.CatalogLatency, "how long catalog takes in this run")
 	fs.DurationVar(&cfg.PaymentsLatency, "payments-latency", cfg.PaymentsLatency, "how long payments takes in this run")
 	fs.DurationVar(&cfg.ShippingLatency, "shipping-latency", cfg.ShippingLatency, "how long shipping takes in this run (degraded: far past its cap)")
-	if err := flagenv.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usagef("lab lesson7: unexpected argument %q", fs.Arg(0))
+	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{fmt.Errorf("lab lesson7: %w", err)}
@@ -127,14 +119,8 @@ func runIsolation(ctx context.Context, args []string, getenv func(string) string
 	fs.DurationVar(&cfg.Hang, "hang", cfg.Hang, "how long the slow carrier takes to answer")
 	fs.DurationVar(&cfg.BreakerOpen, "breaker-open", cfg.BreakerOpen, "how long an open breaker stays open")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "each service's worker pool (naive: shared by every route)")
-	if err := flagenv.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usagef("lab isolation: unexpected argument %q", fs.Arg(0))
+	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{fmt.Errorf("lab isolation: %w", err)}
@@ -172,14 +158,8 @@ func runWaterfall(ctx context.Context, args []string, getenv func(string) string
 	fs.DurationVar(&cfg.CatalogLatency, "catalog-latency", cfg.CatalogLatency, "how long catalog takes")
 	fs.DurationVar(&cfg.PaymentsCap, "payments-cap", cfg.PaymentsCap, "payment call's own cap")
 	fs.DurationVar(&cfg.PaymentsLatency, "payments-latency", cfg.PaymentsLatency, "how long the payment provider takes")
-	if err := flagenv.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usagef("lab waterfall: unexpected argument %q", fs.Arg(0))
+	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{fmt.Errorf("lab waterfall: %w", err)}

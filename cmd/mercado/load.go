@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mercado-lab/mercado/internal/flagenv"
 	"github.com/mercado-lab/mercado/internal/lab"
 	"github.com/mercado-lab/mercado/loadtest"
 )
@@ -29,14 +27,8 @@ func runScenarioLab(ctx context.Context, name string, args []string, getenv func
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, labUsage); fs.PrintDefaults() }
 	o := scenarioFlags(fs)
-	if err := flagenv.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usagef("lab %s: unexpected argument %q", name, fs.Arg(0))
+	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+		return err
 	}
 	sc, err := o.load(name)
 	if err != nil {
@@ -73,11 +65,8 @@ func runLoad(ctx context.Context, args []string, getenv func(string) string, std
 	token := fs.String("admin-token", "", "admin bearer token, when the shop requires one")
 	scenario := fs.String("scenario", defaultScenario, "a built-in scenario's name, or a scenario file")
 	o := scenarioFlags(fs)
-	if err := flagenv.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
+	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+		return err
 	}
 	sc, err := o.load(*scenario)
 	if err != nil {

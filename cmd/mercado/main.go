@@ -5,12 +5,15 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/mercado-lab/mercado/internal/flagenv"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; without
@@ -93,6 +96,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		return usagef("unknown command %q", cmd)
 	}
+}
+
+// parseCommand parses a command's flags (then their environment
+// variables). It reports help when the user asked for it (the usage is
+// already printed), and a usage error for a bad flag or a stray argument.
+func parseCommand(fs *flag.FlagSet, args []string, getenv func(string) string) (help bool, err error) {
+	if err := flagenv.Parse(fs, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return false, usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return false, nil
 }
 
 func buildVersion() string {
