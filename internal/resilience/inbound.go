@@ -76,9 +76,6 @@ func NewInbound(o InboundOptions) *Inbound {
 	return in
 }
 
-// Shared is the naive mode's pool.
-func (in *Inbound) Shared() *PoolRef { return in.shared }
-
 // pool picks the pool for a request of class.
 func (in *Inbound) pool(class string, m mode.Mechanisms) *PoolRef {
 	switch {
