@@ -316,6 +316,15 @@ svg.chart { display: block; max-width: 100%; height: auto; }
 </header>
 {{range .Invalid}}<p class="invalid">INVALID run: {{.}}. Its figures measure the load generator as much as the shop.</p>
 {{end}}
+{{with .Checks}}<section id="checks">
+<h2>Checks</h2>
+<p class="note">What the scenario claims, measured on this run.</p>
+<table>
+<tbody>
+{{range .}}<tr><td>{{if .Pass}}<span class="ok">PASS</span>{{else}}<span class="bad">FAIL</span>{{end}}</td><td>{{.Name}}</td><td>{{.Describe}}</td></tr>
+{{end}}</tbody>
+</table>
+</section>{{end}}
 <section id="runs">
 <h2>Runs</h2>
 {{if .Runs}}<table>
@@ -334,6 +343,14 @@ svg.chart { display: block; max-width: 100%; height: auto; }
 {{range .Classes}}{{template "section" .}}{{end}}
 </table>
 </section>
+{{if .Phases}}<section id="phases">
+<h2>Phase by phase</h2>
+<p class="note">Each phase on its own, goodput per second of the phase: the fault's effect apart from the calm before and after it.</p>
+<table>
+{{template "head" .}}
+{{range .Phases}}{{template "section" .}}{{end}}
+</table>
+</section>{{end}}
 <section id="server">
 <h2>Server figures</h2>
 <p class="note">What the services counted themselves over the run. Amplification is calls each service received per user request.</p>

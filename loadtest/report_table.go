@@ -55,7 +55,7 @@ func WriteTable(w io.Writer, r Results) {
 		head = append(head, c.RatioHead)
 	}
 	lines := [][]string{head}
-	sections := append(slices.Clone(c.Classes), c.Server)
+	sections := slices.Concat(c.Classes, c.Phases, []tableSection{c.Server})
 	starts := map[int]bool{} // lines that open a section
 	for _, s := range sections {
 		starts[len(lines)] = true
@@ -97,6 +97,70 @@ func WriteTable(w io.Writer, r Results) {
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
+	writeChecks(w, r.Checks)
+}
+
+// writeChecks prints the scenario's claims, PASS or FAIL each.
+func writeChecks(w io.Writer, checks []CheckResult) {
+	if len(checks) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nChecks")
+	for _, c := range checks {
+		verdict := "PASS"
+		if !c.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "  %s  %s: %s\n", verdict, oneLine(c.Name), c.Describe())
+	}
+}
+
+// classSection is one class's figures across the modes (nil where a
+// mode did not send the class).
+func (c comparison) classSection(class string, sums []*Summary) tableSection {
+	s := tableSection{Title: class, Cols: c.cols()}
+	add := func(label string, brief bool, dir int, format string, f func(Summary) float64) {
+		s.Rows = append(s.Rows, c.row(label, brief, dir, format, summaryValues(sums, f)))
+	}
+	add("requests", true, dirNeutral, "%.0f", func(s Summary) float64 { return float64(s.Requests) })
+	add("success (good/requests)", true, dirHigher, "%.1f%%", func(s Summary) float64 { return 100 * s.SuccessRatio })
+	add("goodput (good/s)", true, dirHigher, "%.1f", func(s Summary) float64 { return s.Goodput })
+	add("p50 (ms)", true, dirLower, "%.1f", func(s Summary) float64 { return s.P50MS })
+	add("p90 (ms)", false, dirLower, "%.1f", func(s Summary) float64 { return s.P90MS })
+	add("p99 (ms)", true, dirLower, "%.1f", func(s Summary) float64 { return s.P99MS })
+	add("p99.9 (ms)", false, dirLower, "%.1f", func(s Summary) float64 { return s.P999MS })
+	add("max (ms)", true, dirLower, "%.1f", func(s Summary) float64 { return s.MaxMS })
+	var kinds []string
+	for _, sum := range sums {
+		if sum != nil {
+			kinds = append(kinds, sortedKeys(sum.Failures)...)
+		}
+	}
+	for _, k := range sortedUnique(kinds) {
+		add("failed: "+k, false, dirLower, "%.0f", func(s Summary) float64 { return float64(s.Failures[k]) })
+	}
+	return s
+}
+
+// summaryValues reads one figure from each summary; NaN where there is none.
+func summaryValues(sums []*Summary, f func(Summary) float64) []float64 {
+	out := make([]float64, len(sums))
+	for i, s := range sums {
+		out[i] = math.NaN()
+		if s != nil {
+			out[i] = f(*s)
+		}
+	}
+	return out
+}
+
+func findSummary(sums []Summary, class string) *Summary {
+	for i := range sums {
+		if sums[i].Class == class {
+			return &sums[i]
+		}
+	}
+	return nil
 }
 
 // comparison is the side-by-side table both writers print: one column
@@ -108,7 +172,10 @@ type comparison struct {
 	// is no ratio column.
 	RatioHead string
 	Classes   []tableSection
-	Server    tableSection
+	// Phases compare the modes phase by phase: what the shop did while
+	// the fault was on, apart from the calm before and after.
+	Phases []tableSection
+	Server tableSection
 }
 
 type tableSection struct {
@@ -154,45 +221,36 @@ func compareModes(r Results) comparison {
 	for _, class := range classNames(modes) {
 		sums := make([]*Summary, len(modes))
 		for i, m := range modes {
-			for j := range m.Classes {
-				if m.Classes[j].Class == class {
-					sums[i] = &m.Classes[j]
-					break
+			sums[i] = findSummary(m.Classes, class)
+		}
+		c.Classes = append(c.Classes, c.classSection(class, sums))
+	}
+	for _, phase := range phaseNames(modes) {
+		s := tableSection{Title: "phase: " + phase, Cols: c.cols()}
+		faulty := false
+		for _, class := range classNames(modes) {
+			sums := make([]*Summary, len(modes))
+			for i, m := range modes {
+				if j := slices.IndexFunc(m.Phases, func(p PhaseSpan) bool { return p.Name == phase }); j >= 0 {
+					sums[i] = findSummary(m.Phases[j].Classes, class)
+					faulty = faulty || m.Phases[j].Faulty
 				}
 			}
-		}
-		get := func(f func(Summary) float64) []float64 {
-			out := make([]float64, len(sums))
-			for i, s := range sums {
-				out[i] = math.NaN()
-				if s != nil {
-					out[i] = f(*s)
-				}
+			if !slices.ContainsFunc(sums, func(s *Summary) bool { return s != nil }) {
+				continue
 			}
-			return out
-		}
-		s := tableSection{Title: class, Cols: c.cols()}
-		add := func(label string, brief bool, dir int, format string, f func(Summary) float64) {
-			s.Rows = append(s.Rows, c.row(label, brief, dir, format, get(f)))
-		}
-		add("requests", true, dirNeutral, "%.0f", func(s Summary) float64 { return float64(s.Requests) })
-		add("success (good/requests)", true, dirHigher, "%.1f%%", func(s Summary) float64 { return 100 * s.SuccessRatio })
-		add("goodput (good/s)", true, dirHigher, "%.1f", func(s Summary) float64 { return s.Goodput })
-		add("p50 (ms)", true, dirLower, "%.1f", func(s Summary) float64 { return s.P50MS })
-		add("p90 (ms)", false, dirLower, "%.1f", func(s Summary) float64 { return s.P90MS })
-		add("p99 (ms)", true, dirLower, "%.1f", func(s Summary) float64 { return s.P99MS })
-		add("p99.9 (ms)", false, dirLower, "%.1f", func(s Summary) float64 { return s.P999MS })
-		add("max (ms)", true, dirLower, "%.1f", func(s Summary) float64 { return s.MaxMS })
-		var kinds []string
-		for _, sum := range sums {
-			if sum != nil {
-				kinds = append(kinds, sortedKeys(sum.Failures)...)
+			add := func(label string, dir int, format string, f func(Summary) float64) {
+				s.Rows = append(s.Rows, c.row(class+" "+label, true, dir, format, summaryValues(sums, f)))
 			}
+			add("goodput (good/s)", dirHigher, "%.1f", func(s Summary) float64 { return s.Goodput })
+			add("p99.9 (ms)", dirLower, "%.1f", func(s Summary) float64 { return s.P999MS })
 		}
-		for _, k := range sortedUnique(kinds) {
-			add("failed: "+k, false, dirLower, "%.0f", func(s Summary) float64 { return float64(s.Failures[k]) })
+		if faulty {
+			s.Title += " (faults)"
 		}
-		c.Classes = append(c.Classes, s)
+		if len(s.Rows) > 0 {
+			c.Phases = append(c.Phases, s)
+		}
 	}
 
 	c.Server = tableSection{Title: "server figures", Cols: c.cols()}
@@ -283,6 +341,19 @@ func formatRatio(q float64) string {
 	}
 	// Two significant digits, so a hundredfold cut does not read 0.00x.
 	return strconv.FormatFloat(q, 'g', 2, 64) + "x"
+}
+
+// phaseNames lists the phases of every mode, in the order they ran.
+func phaseNames(modes []ModeResult) []string {
+	var out []string
+	for _, m := range modes {
+		for _, p := range m.Phases {
+			if !slices.Contains(out, p.Name) {
+				out = append(out, p.Name)
+			}
+		}
+	}
+	return out
 }
 
 // classNames lists the classes of every mode, in the order the runs

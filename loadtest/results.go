@@ -8,6 +8,18 @@ type Results struct {
 	// StartedAt is RFC 3339.
 	StartedAt string       `json:"started_at"`
 	Modes     []ModeResult `json:"modes"`
+	// Checks are the scenario's claims, measured against this run.
+	Checks []CheckResult `json:"checks,omitempty"`
+}
+
+// Passed reports whether every check passed (true when there are none).
+func (r Results) Passed() bool {
+	for _, c := range r.Checks {
+		if !c.Pass {
+			return false
+		}
+	}
+	return true
 }
 
 // ModeResult is one mode's run of the scenario.
@@ -20,7 +32,8 @@ type ModeResult struct {
 	// Phases are the scenario's phases with their start and end, in
 	// seconds from the start of this mode's run.
 	Phases []PhaseSpan `json:"phases"`
-	// Classes summarise each traffic class over the whole run.
+	// Classes summarise each traffic class over the whole run; goodput is
+	// per second of the scheduled run (the sum of the phases).
 	Classes []Summary `json:"classes"`
 	// Series are one-second buckets per class, in order.
 	Series map[string][]Second `json:"series"`
@@ -40,6 +53,9 @@ type PhaseSpan struct {
 	EndS   float64 `json:"end_s"`
 	// Faulty reports that the phase applied faults (shaded in charts).
 	Faulty bool `json:"faulty"`
+	// Classes summarise each class over the requests the phase sent (by
+	// intended send time), with goodput per second of the phase.
+	Classes []Summary `json:"classes"`
 }
 
 // Second is one class's figures over one second of the run.

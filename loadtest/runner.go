@@ -71,6 +71,7 @@ func RunScenario(ctx context.Context, sc Scenario, t Target, o RunOptions) (Resu
 		}
 		res.Modes = append(res.Modes, mr)
 	}
+	res.Checks = Evaluate(sc.Checks, res)
 	return res, nil
 }
 
@@ -111,34 +112,23 @@ func runMode(ctx context.Context, sc Scenario, t Target, m mode.Mode, nonce stri
 	progressDone := make(chan struct{})
 	go reportProgress(string(m), start, sc.Length(), o.Progress, progressDone)
 
+	phased, invalid, err := t.runPhases(ctx, sc, start, fmt.Sprintf("%s-%s", m, nonce), orderID)
+	if err != nil {
+		close(progressDone)
+		stopSampling()
+		sampling.Wait()
+		return ModeResult{}, err
+	}
+	deadline := time.Duration(sc.Deadline)
 	all := map[string][]Sample{}
-	var invalid []string
 	for i, p := range sc.Phases {
-		if err := t.setFaults(ctx, p.Faults); err != nil {
-			close(progressDone)
-			stopSampling()
-			sampling.Wait()
-			return ModeResult{}, err
+		span := PhaseSpan{Name: p.Name, StartS: phased[i].start.Seconds(), EndS: (phased[i].start + time.Duration(p.Duration)).Seconds(), Faulty: len(p.Faults) > 0}
+		for _, name := range sortedKeys(phased[i].samples) {
+			got := phased[i].samples[name]
+			span.Classes = append(span.Classes, Summarize(name, got, deadline, time.Duration(p.Duration)))
+			all[name] = append(all[name], got...)
 		}
-		span := PhaseSpan{Name: p.Name, StartS: time.Since(start).Seconds(), Faulty: len(p.Faults) > 0}
-		classes := sc.phaseClasses(p, fmt.Sprintf("%s-%s-%d", m, nonce, i), orderID)
-		samples, err := Run(ctx, Options{Base: t.Gateway, Duration: time.Duration(p.Duration)}, classes...)
-		if err != nil {
-			close(progressDone)
-			stopSampling()
-			sampling.Wait()
-			return ModeResult{}, err
-		}
-		span.EndS = time.Since(start).Seconds()
 		mr.Phases = append(mr.Phases, span)
-		for _, c := range classes {
-			got := samples[c.Name]
-			want := c.Rate * time.Duration(p.Duration).Seconds()
-			if float64(len(got)) < minAchieved*want {
-				invalid = append(invalid, fmt.Sprintf("phase %q sent %d of %.0f %s requests", p.Name, len(got), want, c.Name))
-			}
-			all[c.Name] = append(all[c.Name], got...)
-		}
 	}
 	close(progressDone)
 	stopSampling()
@@ -149,16 +139,10 @@ func runMode(ctx context.Context, sc Scenario, t Target, m mode.Mode, nonce stri
 		return ModeResult{}, err
 	}
 
-	deadline := time.Duration(sc.Deadline)
-	length := time.Since(start)
+	length := sc.Length()
 	var lags []time.Duration
 	var requests, goodCheckouts int
-	names := make([]string, 0, len(all))
-	for name := range all {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range sortedKeys(all) {
 		samples := all[name]
 		s := Summarize(name, samples, deadline, length)
 		mr.Classes = append(mr.Classes, s)
@@ -183,6 +167,74 @@ func runMode(ctx context.Context, sc Scenario, t Target, m mode.Mode, nonce stri
 		mr.Server.CPUSecondsPerGoodCheckout = (o.CPU() - cpuStart).Seconds() / float64(goodCheckouts)
 	}
 	return mr, nil
+}
+
+// phaseRun is what one phase sent: its samples by class, and when it
+// began, from the start of the mode's run.
+type phaseRun struct {
+	start   time.Duration
+	samples map[string][]Sample
+}
+
+// runPhases runs the phases on one timeline: each begins at its scheduled
+// offset, whatever the requests of the phase before are still waiting
+// for. (Waiting for them would pause the arrivals between phases — the
+// load would turn closed-loop exactly when the shop is slowest.) Faults
+// change at each phase's start. It reports every phase whose generator
+// sent less than its schedule asked.
+func (t Target) runPhases(ctx context.Context, sc Scenario, start time.Time, keyPrefix, orderID string) ([]phaseRun, []string, error) {
+	out := make([]phaseRun, len(sc.Phases))
+	errs := make([]error, len(sc.Phases))
+	var wg sync.WaitGroup
+	var offset time.Duration
+	var setErr error
+	for i, p := range sc.Phases {
+		if d := time.Until(start.Add(offset)); d > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if err := t.setFaults(ctx, p.Faults); err != nil {
+			setErr = err
+			break
+		}
+		out[i].start = time.Since(start)
+		classes := sc.phaseClasses(p, fmt.Sprintf("%s-%d", keyPrefix, i), orderID)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i].samples, errs[i] = Run(ctx, Options{Base: t.Gateway, Duration: time.Duration(p.Duration)}, classes...)
+		}()
+		offset += time.Duration(p.Duration)
+	}
+	if d := time.Until(start.Add(offset)); d > 0 && setErr == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+		}
+	}
+	// The last phase's faults end with the schedule, not with the
+	// stragglers it left behind.
+	_ = t.setFaults(context.WithoutCancel(ctx), nil)
+	wg.Wait()
+	if err := errors.Join(append(errs, setErr, ctx.Err())...); err != nil {
+		return nil, nil, err
+	}
+	var invalid []string
+	for i, p := range sc.Phases {
+		for _, c := range sc.phaseClasses(p, "", orderID) {
+			got := out[i].samples[c.Name]
+			want := c.Rate * time.Duration(p.Duration).Seconds()
+			if float64(len(got)) < minAchieved*want {
+				invalid = append(invalid, fmt.Sprintf("phase %q sent %d of %.0f %s requests", p.Name, len(got), want, c.Name))
+			}
+		}
+	}
+	return out, invalid, nil
 }
 
 func reportProgress(m string, start time.Time, total time.Duration, progress func(string, time.Duration, time.Duration), done chan struct{}) {

@@ -38,6 +38,9 @@ type Scenario struct {
 	// Shop sizes the in-process shop a lab starts (ignored against a
 	// running deployment).
 	Shop ShopSpec `yaml:"shop"`
+	// Checks are the claims the scenario makes about its results, printed
+	// as PASS or FAIL after the run.
+	Checks []Check `yaml:"checks"`
 }
 
 // ClassSpec is one traffic class.
@@ -143,6 +146,11 @@ func (s Scenario) Validate() error {
 			if _, err := faults.Parse(spec); err != nil {
 				errs = append(errs, fmt.Errorf("phase %s: %s: %w", p.Name, svc, err))
 			}
+		}
+	}
+	for _, c := range s.Checks {
+		if err := c.validate(s); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if s.Shop.Mechanisms != "" {

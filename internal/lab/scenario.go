@@ -31,6 +31,8 @@ func Scenario(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, progr
 			all.Modes = append(all.Modes, res.Modes...)
 		}
 	}
+	// The checks compare the modes, so they are measured once all ran.
+	all.Checks = loadtest.Evaluate(sc.Checks, all)
 	return all, nil
 }
 

@@ -32,6 +32,14 @@ phases:
 shop:
   workers: 50
   breaker_open: 1s
+checks:
+  - name: budgeted checkout goodput while shipping hangs, against naive's
+    mode: budgeted
+    phase: shipping hangs
+    class: checkout
+    figure: goodput
+    at_least: 1
+    of: {mode: naive}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -55,12 +63,30 @@ shop:
 				t.Errorf("%s %s: no requests", m.Mode, c.Class)
 			}
 		}
+		for _, p := range m.Phases {
+			if len(p.Classes) != 3 {
+				t.Errorf("%s phase %s summarises %d classes, want 3", m.Mode, p.Name, len(p.Classes))
+			}
+		}
 		if len(m.Series["checkout"]) < 3 {
 			t.Errorf("%s checkout series has %d seconds", m.Mode, len(m.Series["checkout"]))
 		}
 		if m.Server.Amplification["shipping"] == 0 {
 			t.Errorf("%s: shipping saw no calls: %+v", m.Mode, m.Server)
 		}
+	}
+	// The checks compare the modes once both ran, on the phase's figures.
+	if len(res.Checks) != 1 || res.Checks[0].Error != "" {
+		t.Fatalf("checks = %+v, want one, evaluated", res.Checks)
+	}
+	var want float64
+	for _, c := range res.Modes[1].Phases[1].Classes {
+		if c.Class == "checkout" {
+			want = c.Goodput
+		}
+	}
+	if got := res.Checks[0].Value; got != want || want == 0 {
+		t.Errorf("check measured %v, want the budgeted phase's checkout goodput %v", got, want)
 	}
 	// The shop really switched: only budgeted has breakers to open, and
 	// only naive works past the client's deadline.

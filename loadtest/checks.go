@@ -1,0 +1,219 @@
+package loadtest
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/mercado-lab/mercado/internal/mode"
+)
+
+// Check is a claim a scenario makes about its own results, evaluated
+// after the run: one figure of one class, in one mode and (optionally)
+// one phase, against a bound. With Of set, the bound is relative: the
+// figure must be at least (or at most) that many times the same figure
+// somewhere else — another mode, or another phase.
+//
+//   - name: budgeted checkout goodput under the fault is ≥ 3× naive's
+//     mode: budgeted
+//     phase: carrier hangs
+//     class: checkout
+//     figure: goodput
+//     at_least: 3
+//     of: {mode: naive}
+type Check struct {
+	Name  string `yaml:"name" json:"name"`
+	Mode  string `yaml:"mode" json:"mode"`
+	Phase string `yaml:"phase" json:"phase,omitempty"`
+	Class string `yaml:"class" json:"class"`
+	// Figure is one of Figures' keys.
+	Figure  string   `yaml:"figure" json:"figure"`
+	AtLeast *float64 `yaml:"at_least" json:"at_least,omitempty"`
+	AtMost  *float64 `yaml:"at_most" json:"at_most,omitempty"`
+	Of      *CheckOf `yaml:"of" json:"of,omitempty"`
+}
+
+// CheckOf names the reference figure of a relative check: the same
+// figure and class, with the mode or the phase replaced.
+type CheckOf struct {
+	Mode  string `yaml:"mode" json:"mode,omitempty"`
+	Phase string `yaml:"phase" json:"phase,omitempty"`
+}
+
+// CheckResult is a check with what the run measured.
+type CheckResult struct {
+	Check
+	Pass bool `json:"pass"`
+	// Value is the measured figure; Bound what it was held to (for a
+	// relative check, the multiple times the reference figure).
+	Value float64 `json:"value"`
+	Bound float64 `json:"bound"`
+	// Error says why the check could not be evaluated (a mode or phase
+	// that did not run); such a check fails.
+	Error string `json:"error,omitempty"`
+}
+
+// Figures are the figures a check can name, read from a Summary.
+var Figures = map[string]func(Summary) float64{
+	"goodput": func(s Summary) float64 { return s.Goodput },
+	"success": func(s Summary) float64 { return s.SuccessRatio },
+	"p50_ms":  func(s Summary) float64 { return s.P50MS },
+	"p90_ms":  func(s Summary) float64 { return s.P90MS },
+	"p99_ms":  func(s Summary) float64 { return s.P99MS },
+	"p999_ms": func(s Summary) float64 { return s.P999MS },
+	"max_ms":  func(s Summary) float64 { return s.MaxMS },
+}
+
+func (c Check) validate(s Scenario) error {
+	var errs []error
+	if c.Name == "" {
+		errs = append(errs, errors.New("name is required"))
+	}
+	if !slices.ContainsFunc(s.Modes, func(m mode.Mode) bool { return string(m) == c.Mode }) {
+		errs = append(errs, fmt.Errorf("mode %q is not one the scenario runs", c.Mode))
+	}
+	if _, ok := s.Classes[c.Class]; !ok {
+		errs = append(errs, fmt.Errorf("class %q is not one the scenario sends", c.Class))
+	}
+	if _, ok := Figures[c.Figure]; !ok {
+		errs = append(errs, fmt.Errorf("figure %q: want one of %s", c.Figure, strings.Join(sortedKeys(Figures), ", ")))
+	}
+	if (c.AtLeast == nil) == (c.AtMost == nil) {
+		errs = append(errs, errors.New("exactly one of at_least and at_most is required"))
+	}
+	phases := []string{c.Phase}
+	if c.Of != nil {
+		if c.Of.Mode == "" && c.Of.Phase == "" {
+			errs = append(errs, errors.New("of: name a mode or a phase"))
+		}
+		if c.Of.Mode != "" && !slices.ContainsFunc(s.Modes, func(m mode.Mode) bool { return string(m) == c.Of.Mode }) {
+			errs = append(errs, fmt.Errorf("of: mode %q is not one the scenario runs", c.Of.Mode))
+		}
+		phases = append(phases, c.Of.Phase)
+	}
+	for _, p := range phases {
+		if p != "" && !slices.ContainsFunc(s.Phases, func(q Phase) bool { return q.Name == p }) {
+			errs = append(errs, fmt.Errorf("phase %q is not one of the scenario's", p))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("check %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// Evaluate measures every check against r.
+func Evaluate(checks []Check, r Results) []CheckResult {
+	out := make([]CheckResult, 0, len(checks))
+	for _, c := range checks {
+		out = append(out, c.evaluate(r))
+	}
+	return out
+}
+
+func (c Check) evaluate(r Results) CheckResult {
+	res := CheckResult{Check: c}
+	v, err := r.figure(c.Mode, c.Phase, c.Class, c.Figure)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.Value = v
+	limit := 0.0
+	if c.AtLeast != nil {
+		limit = *c.AtLeast
+	} else {
+		limit = *c.AtMost
+	}
+	res.Bound = limit
+	if c.Of != nil {
+		m, p := c.Mode, c.Phase
+		if c.Of.Mode != "" {
+			m = c.Of.Mode
+		}
+		if c.Of.Phase != "" {
+			p = c.Of.Phase
+		}
+		ref, err := r.figure(m, p, c.Class, c.Figure)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		res.Bound = limit * ref
+	}
+	if c.AtLeast != nil {
+		res.Pass = v >= res.Bound
+	} else {
+		res.Pass = v <= res.Bound
+	}
+	return res
+}
+
+// figure reads one figure of one class in one mode, over the whole run
+// (phase "") or over one phase.
+func (r Results) figure(mode, phase, class, figure string) (float64, error) {
+	i := slices.IndexFunc(r.Modes, func(m ModeResult) bool { return m.Mode == mode })
+	if i < 0 {
+		return math.NaN(), fmt.Errorf("mode %s did not run", mode)
+	}
+	sums := r.Modes[i].Classes
+	if phase != "" {
+		j := slices.IndexFunc(r.Modes[i].Phases, func(p PhaseSpan) bool { return p.Name == phase })
+		if j < 0 {
+			return math.NaN(), fmt.Errorf("phase %q did not run in %s mode", phase, mode)
+		}
+		sums = r.Modes[i].Phases[j].Classes
+	}
+	k := slices.IndexFunc(sums, func(s Summary) bool { return s.Class == class })
+	if k < 0 {
+		return math.NaN(), fmt.Errorf("class %s sent nothing in %s mode", class, mode)
+	}
+	f, ok := Figures[figure]
+	if !ok {
+		return math.NaN(), fmt.Errorf("unknown figure %q", figure)
+	}
+	return f(sums[k]), nil
+}
+
+// Describe says what the check compared, in a line:
+// "12.3 ≥ 3 × naive (= 9.1)".
+func (c CheckResult) Describe() string {
+	if c.Error != "" {
+		return "not evaluated: " + c.Error
+	}
+	op := "≥"
+	if c.AtMost != nil {
+		op = "≤"
+	}
+	limit := c.Bound
+	if c.AtLeast != nil {
+		limit = *c.AtLeast
+	} else if c.AtMost != nil {
+		limit = *c.AtMost
+	}
+	if c.Of == nil {
+		return fmt.Sprintf("%s %s %s", formatFigure(c.Value), op, formatFigure(c.Bound))
+	}
+	var ref []string
+	if c.Of.Mode != "" {
+		ref = append(ref, c.Of.Mode)
+	}
+	if c.Of.Phase != "" {
+		ref = append(ref, c.Of.Phase)
+	}
+	return fmt.Sprintf("%s %s %s × %s (= %s)", formatFigure(c.Value), op, formatFigure(limit), strings.Join(ref, ", "), formatFigure(c.Bound))
+}
+
+func formatFigure(v float64) string {
+	switch {
+	case !isFinite(v):
+		return "-"
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}

@@ -1,0 +1,169 @@
+package loadtest
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/mode"
+)
+
+func ptr(v float64) *float64 { return &v }
+
+// phasedResults has per-phase summaries: a calm phase and a faulty one.
+func phasedResults() Results {
+	r := sampleResults()
+	for i := range r.Modes {
+		m := &r.Modes[i]
+		m.Phases = []PhaseSpan{
+			{Name: "steady", StartS: 0, EndS: 4, Classes: []Summary{{Class: "checkout", Goodput: 20, P999MS: 200}, {Class: "browse", Goodput: 20}}},
+			{Name: "payments slow", StartS: 4, EndS: 10, Faulty: true, Classes: []Summary{{Class: "checkout", Goodput: 7, P999MS: 2950}, {Class: "browse", Goodput: 18}}},
+		}
+	}
+	b := &r.Modes[1]
+	b.Phases[1].Classes = []Summary{{Class: "checkout", Goodput: 18, P999MS: 900}, {Class: "browse", Goodput: 19.5}}
+	return r
+}
+
+func TestEvaluateChecks(t *testing.T) {
+	r := phasedResults()
+	for _, tc := range []struct {
+		name  string
+		check Check
+		pass  bool
+		value float64
+		bound float64
+	}{
+		{"absolute bound in a phase", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "p999_ms", AtMost: ptr(1010)}, true, 900, 1010},
+		{"absolute bound broken", Check{Mode: "naive", Phase: "payments slow", Class: "checkout", Figure: "p999_ms", AtMost: ptr(1010)}, false, 2950, 1010},
+		{"times another mode", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "goodput", AtLeast: ptr(2), Of: &CheckOf{Mode: "naive"}}, true, 18, 14},
+		{"times another mode, not reached", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "goodput", AtLeast: ptr(3), Of: &CheckOf{Mode: "naive"}}, false, 18, 21},
+		{"share of another phase", Check{Mode: "budgeted", Phase: "payments slow", Class: "browse", Figure: "goodput", AtLeast: ptr(0.95), Of: &CheckOf{Phase: "steady"}}, true, 19.5, 19},
+		{"share of another phase, not kept", Check{Mode: "naive", Phase: "payments slow", Class: "browse", Figure: "goodput", AtLeast: ptr(0.95), Of: &CheckOf{Phase: "steady"}}, false, 18, 19},
+		{"whole run", Check{Mode: "budgeted", Class: "browse", Figure: "success", AtLeast: ptr(0.99)}, true, 1, 0.99},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check.Name = tc.name
+			got := Evaluate([]Check{tc.check}, r)[0]
+			if got.Pass != tc.pass || got.Value != tc.value || got.Bound != tc.bound || got.Error != "" {
+				t.Errorf("got pass=%v value=%v bound=%v err=%q; want pass=%v value=%v bound=%v",
+					got.Pass, got.Value, got.Bound, got.Error, tc.pass, tc.value, tc.bound)
+			}
+		})
+	}
+}
+
+func TestEvaluateCheckWithoutItsFigureFails(t *testing.T) {
+	r := phasedResults()
+	r.Modes = r.Modes[:1] // budgeted did not run
+	got := Evaluate([]Check{{Name: "x", Mode: "budgeted", Class: "checkout", Figure: "goodput", AtLeast: ptr(1)}}, r)[0]
+	if got.Pass || !strings.Contains(got.Error, "budgeted did not run") {
+		t.Errorf("got %+v, want a failed check saying the mode did not run", got)
+	}
+	if r.Checks = []CheckResult{got}; r.Passed() {
+		t.Error("Passed() with a failed check")
+	}
+}
+
+func TestScenarioChecksAreValidated(t *testing.T) {
+	base := `name: x
+deadline: 1s
+classes: {checkout: {rate: 10}}
+phases: [{name: calm, duration: 1s}]
+checks:
+`
+	for check, want := range map[string]string{
+		`  - {name: a, mode: budgeted, class: checkout, figure: p999_ms, at_most: 1010}`:                  "",
+		`  - {name: a, mode: budgeted, class: checkout, figure: p999_ms}`:                                 "exactly one of at_least and at_most",
+		`  - {name: a, mode: fast, class: checkout, figure: p999_ms, at_most: 1}`:                         `mode "fast"`,
+		`  - {name: a, mode: budgeted, class: browse, figure: p999_ms, at_most: 1}`:                       `class "browse"`,
+		`  - {name: a, mode: budgeted, class: checkout, figure: p42, at_most: 1}`:                         `figure "p42"`,
+		`  - {name: a, mode: budgeted, phase: storm, class: checkout, figure: goodput, at_least: 1}`:      `phase "storm"`,
+		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, at_least: 1, of: {}}`:            "name a mode or a phase",
+		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, at_least: 1, of: {mode: turbo}}`: `mode "turbo"`,
+		`  - {mode: budgeted, class: checkout, figure: goodput, at_least: 1}`:                             "name is required",
+	} {
+		_, err := ParseScenario([]byte(base + check))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", check, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: got %v, want an error containing %q", check, err, want)
+		}
+	}
+}
+
+func TestTableShowsPhasesAndChecks(t *testing.T) {
+	r := phasedResults()
+	r.Checks = Evaluate([]Check{
+		{Name: "budgeted checkouts in time", Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "p999_ms", AtMost: ptr(1010)},
+		{Name: "3x naive goodput", Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "goodput", AtLeast: ptr(3), Of: &CheckOf{Mode: "naive"}},
+	}, r)
+	var b strings.Builder
+	WriteTable(&b, r)
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	for _, want := range []string{
+		"phase: steady\n",
+		"phase: payments slow (faults)\n",
+		"  PASS  budgeted checkouts in time: 900 ≤ 1010\n",
+		"  FAIL  3x naive goodput: 18.0 ≥ 3 × naive (= 21.0)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if !hasRow(lines, []string{"checkout goodput (good/s)", "7.0", "18.0", "2.57x"}) {
+		t.Errorf("no per-phase goodput row for the faulty phase:\n%s", out)
+	}
+	page := renderHTML(t, r)
+	for _, want := range []string{`id="checks"`, `id="phases"`, "3x naive goodput", "phase: payments slow (faults)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// TestPhasesKeepTheirSchedule: a phase starts on time even when the one
+// before it left requests waiting on a stalled server, so the arrivals
+// never pause between phases.
+func TestPhasesKeepTheirSchedule(t *testing.T) {
+	stall := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/products" {
+			select {
+			case <-stall:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	defer srv.Close()
+	defer close(stall)
+	sc := Scenario{
+		Name: "schedule", Modes: []mode.Mode{mode.Budgeted}, Deadline: Duration(2500 * time.Millisecond),
+		Classes: map[string]ClassSpec{"browse": {Rate: 20}},
+		Phases: []Phase{
+			{Name: "stalls", Duration: Duration(time.Second)},
+			{Name: "after", Duration: Duration(time.Second)},
+		},
+	}
+	start := time.Now()
+	runs, invalid, err := Target{Gateway: srv.URL}.runPhases(context.Background(), sc, start, "k", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(invalid) > 0 {
+		t.Logf("generator behind schedule (a busy machine): %v", invalid)
+	}
+	// The first phase's requests wait up to 2.5 s; the second phase must
+	// not wait for them. A generous bound for a busy machine.
+	if got := runs[1].start; got < 900*time.Millisecond || got > 1500*time.Millisecond {
+		t.Errorf("second phase began %v into the run, want about 1s", got)
+	}
+	if n := len(runs[1].samples["browse"]); n < 15 {
+		t.Errorf("second phase sent %d requests, want about 20", n)
+	}
+}
