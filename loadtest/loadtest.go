@@ -31,6 +31,12 @@ type Class struct {
 	// at the deadline, as a mobile app does. A lab may wait longer to
 	// measure how late the late answers are.
 	Patience time.Duration
+	// Retries is how many more times the client sends a request that got
+	// no answer or a 502/503/504/429 — the same request, so a checkout
+	// keeps its Idempotency-Key — waiting up to RetryBackoff (jittered)
+	// between tries, all within its patience.
+	Retries      int
+	RetryBackoff time.Duration
 	// Request builds the seq-th request (0, 1, ...) against base. It is
 	// called from many goroutines at once.
 	Request func(base string, seq uint64) vegeta.Target
@@ -48,6 +54,9 @@ type Sample struct {
 	Code int
 	// Failure classifies a request that did not succeed ("" when it did).
 	Failure string
+	// Attempts is how many times the client sent it (more than 1 when it
+	// retried).
+	Attempts int
 }
 
 // Failure classes.
@@ -105,13 +114,14 @@ func runClass(ctx context.Context, o Options, c Class) []Sample {
 	if patience <= 0 {
 		patience = c.Deadline
 	}
-	client := &http.Client{
-		Timeout: patience,
-		Transport: &http.Transport{
-			MaxIdleConnsPerHost: 1000,
-			IdleConnTimeout:     30 * time.Second,
-		},
+	var transport http.RoundTripper = &http.Transport{
+		MaxIdleConnsPerHost: 1000,
+		IdleConnTimeout:     30 * time.Second,
 	}
+	if c.Retries > 0 {
+		transport = retryTransport{base: transport, retries: c.Retries, backoff: c.RetryBackoff}
+	}
+	client := &http.Client{Timeout: patience, Transport: transport}
 	defer client.CloseIdleConnections()
 	atk := vegeta.NewAttacker(vegeta.Client(client), vegeta.Workers(16), vegeta.MaxBody(64<<10))
 	stop := context.AfterFunc(ctx, func() { atk.Stop() })
@@ -135,7 +145,7 @@ func runClass(ctx context.Context, o Options, c Class) []Sample {
 			// place in the schedule.
 			began = r.Timestamp.Add(-time.Duration(r.Seq) * interval)
 		}
-		s := Sample{Class: c.Name, Seq: r.Seq, Sent: r.Timestamp, Code: int(r.Code), Latency: r.Latency}
+		s := Sample{Class: c.Name, Seq: r.Seq, Sent: r.Timestamp, Code: int(r.Code), Latency: r.Latency, Attempts: attempts(r.Headers)}
 		s.Failure = classify(r)
 		samples = append(samples, s)
 	}
@@ -157,7 +167,7 @@ func classify(r *vegeta.Result) string {
 	switch {
 	case r.Code >= 200 && r.Code < 300:
 		return ""
-	case r.Code == 0 && strings.Contains(r.Error, "Client.Timeout"):
+	case r.Code == 0 && (strings.Contains(r.Error, "Client.Timeout") || strings.Contains(r.Error, "context deadline exceeded")):
 		return FailDeadline
 	case r.Code == 0:
 		return FailTransport

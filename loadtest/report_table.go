@@ -139,6 +139,9 @@ func (c comparison) classSection(class string, sums []*Summary) tableSection {
 	for _, k := range sortedUnique(kinds) {
 		add("failed: "+k, false, dirLower, "%.0f", func(s Summary) float64 { return float64(s.Failures[k]) })
 	}
+	if slices.ContainsFunc(sums, func(s *Summary) bool { return s != nil && s.ClientRetries > 0 }) {
+		add("client retries", true, dirLower, "%.0f", func(s Summary) float64 { return float64(s.ClientRetries) })
+	}
 	return s
 }
 

@@ -270,7 +270,8 @@ func (sc Scenario) phaseClasses(p Phase, keyPrefix, orderID string) []Class {
 		if rate <= 0 {
 			continue
 		}
-		c := Class{Name: n, Rate: rate, Deadline: time.Duration(sc.Deadline), Patience: time.Duration(sc.Deadline + sc.Patience)}
+		c := Class{Name: n, Rate: rate, Deadline: time.Duration(sc.Deadline), Patience: time.Duration(sc.Deadline + sc.Patience),
+			Retries: sc.Client.Retries, RetryBackoff: time.Duration(sc.Client.Backoff)}
 		switch n {
 		case "checkout":
 			c.Request = func(base string, seq uint64) vegeta.Target {

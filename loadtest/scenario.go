@@ -32,6 +32,8 @@ type Scenario struct {
 	// client still waits to measure a late answer.
 	Deadline Duration `yaml:"deadline"`
 	Patience Duration `yaml:"patience"`
+	// Client is how the clients behave past one try.
+	Client ClientSpec `yaml:"client"`
 	// Classes are the traffic: rates per second by class.
 	Classes map[string]ClassSpec `yaml:"classes"`
 	Phases  []Phase              `yaml:"phases"`
@@ -41,6 +43,17 @@ type Scenario struct {
 	// Checks are the claims the scenario makes about its results, printed
 	// as PASS or FAIL after the run.
 	Checks []Check `yaml:"checks"`
+}
+
+// ClientSpec is the clients' behaviour when an answer fails.
+type ClientSpec struct {
+	// Retries is how many more times a client sends a request that got a
+	// 502/503/504/429 or no answer (the same Idempotency-Key for a
+	// checkout), within its patience; 0 never retries.
+	Retries int `yaml:"retries"`
+	// Backoff is the most a client waits before trying again (full
+	// jitter: anything from 0 to it).
+	Backoff Duration `yaml:"backoff"`
 }
 
 // ClassSpec is one traffic class.
@@ -126,6 +139,12 @@ func (s Scenario) Validate() error {
 		if c.Rate < 0 || c.Rate > 5000 {
 			errs = append(errs, fmt.Errorf("class %q: rate %v is outside 0 to 5000", name, c.Rate))
 		}
+	}
+	if s.Client.Retries < 0 || s.Client.Retries > 10 {
+		errs = append(errs, fmt.Errorf("client.retries %d is outside 0 to 10", s.Client.Retries))
+	}
+	if s.Client.Backoff < 0 {
+		errs = append(errs, errors.New("client.backoff must not be negative"))
 	}
 	if len(s.Phases) == 0 {
 		errs = append(errs, errors.New("at least one phase is required"))

@@ -25,6 +25,8 @@ type Summary struct {
 	MaxMS  float64 `json:"max_ms"`
 	// Failures counts failed requests by class of failure.
 	Failures map[string]int `json:"failures"`
+	// ClientRetries counts the extra tries of clients that retry.
+	ClientRetries int `json:"client_retries"`
 }
 
 // Summarize computes a class's figures. A request is good when it
@@ -34,6 +36,7 @@ func Summarize(class string, samples []Sample, deadline, duration time.Duration)
 	lat := make([]time.Duration, 0, len(samples))
 	for _, x := range samples {
 		lat = append(lat, x.Latency)
+		s.ClientRetries += max(x.Attempts-1, 0)
 		switch {
 		case x.Failure != "":
 			s.Failures[x.Failure]++

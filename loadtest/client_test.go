@@ -1,0 +1,99 @@
+package loadtest
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// TestClientRetriesWithTheSameKey: a retrying client sends the same
+// request again — body and Idempotency-Key — after a 503, stops at the
+// first answer that is not "try again", and the sample says how many
+// tries it took.
+func TestClientRetriesWithTheSameKey(t *testing.T) {
+	var mu sync.Mutex
+	tries := map[string][]string{} // key -> bodies seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		key := r.Header.Get("Idempotency-Key")
+		mu.Lock()
+		tries[key] = append(tries[key], string(body))
+		n := len(tries[key])
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/bad":
+			w.WriteHeader(http.StatusBadRequest)
+		case n < 3:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			w.WriteHeader(http.StatusCreated)
+		}
+	}))
+	defer srv.Close()
+
+	class := func(name, path string) Class {
+		return Class{Name: name, Rate: 10, Deadline: 2 * time.Second, Retries: 3, RetryBackoff: 5 * time.Millisecond,
+			Request: func(base string, seq uint64) vegeta.Target {
+				return vegeta.Target{Method: http.MethodPost, URL: base + path, Body: []byte(`{"n":1}`),
+					Header: http.Header{"Idempotency-Key": {name + "-" + string(rune('a'+seq))}}}
+			}}
+	}
+	got, err := Run(context.Background(), Options{Base: srv.URL, Duration: 300 * time.Millisecond},
+		class("checkout", "/ok"), class("bad", "/bad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range got["checkout"] {
+		if s.Code != http.StatusCreated || s.Attempts != 3 || s.Failure != "" {
+			t.Errorf("checkout sample %+v, want 201 after 3 attempts", s)
+		}
+	}
+	for _, s := range got["bad"] {
+		if s.Code != http.StatusBadRequest || s.Attempts != 1 {
+			t.Errorf("a 400 is final: sample %+v, want 1 attempt", s)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for key, bodies := range tries {
+		for _, b := range bodies {
+			if b != `{"n":1}` {
+				t.Errorf("%s: a retry sent body %q", key, b)
+			}
+		}
+	}
+	if sum := Summarize("checkout", got["checkout"], time.Second, time.Second); sum.ClientRetries != 2*len(got["checkout"]) || sum.Good != len(got["checkout"]) {
+		t.Errorf("summary %+v: want 2 client retries per checkout, all good", sum)
+	}
+}
+
+// TestClientRetriesStayWithinPatience: a client that keeps getting 503s
+// gives up at its patience, however many retries it had left.
+func TestClientRetriesStayWithinPatience(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(40 * time.Millisecond)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	c := Class{Name: "checkout", Rate: 5, Deadline: 150 * time.Millisecond, Retries: 10, RetryBackoff: time.Millisecond,
+		Request: func(base string, _ uint64) vegeta.Target { return vegeta.Target{Method: http.MethodGet, URL: base} }}
+	got, err := Run(context.Background(), Options{Base: srv.URL, Duration: 500 * time.Millisecond}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range got["checkout"] {
+		if s.Failure != FailDeadline {
+			t.Errorf("sample %+v: want the client to give up at its deadline", s)
+		}
+		// Generous: the schedule may lag on a busy machine.
+		if s.Latency > 2*time.Second {
+			t.Errorf("sample took %v, far past the client's 150 ms patience", s.Latency)
+		}
+	}
+}
