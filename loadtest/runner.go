@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -274,10 +275,7 @@ func (sc Scenario) phaseClasses(p Phase, keyPrefix, orderID string) []Class {
 			Retries: sc.Client.Retries, RetryBackoff: time.Duration(sc.Client.Backoff)}
 		switch n {
 		case "checkout":
-			c.Request = func(base string, seq uint64) vegeta.Target {
-				return vegeta.Target{Method: http.MethodPost, URL: base + "/api/checkout", Body: checkoutBody,
-					Header: http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {fmt.Sprintf("%s-%d", keyPrefix, seq)}}}
-			}
+			c.Request = CheckoutRequest(keyPrefix)
 		case "browse":
 			c.Request = func(base string, _ uint64) vegeta.Target {
 				return vegeta.Target{Method: http.MethodGet, URL: base + "/api/products"}
@@ -290,6 +288,15 @@ func (sc Scenario) phaseClasses(p Phase, keyPrefix, orderID string) []Class {
 		out = append(out, c)
 	}
 	return out
+}
+
+// CheckoutRequest builds checkouts of one coffee, the seq-th under the
+// Idempotency-Key keyPrefix-seq.
+func CheckoutRequest(keyPrefix string) func(base string, seq uint64) vegeta.Target {
+	return func(base string, seq uint64) vegeta.Target {
+		return vegeta.Target{Method: http.MethodPost, URL: base + "/api/checkout", Body: checkoutBody,
+			Header: http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {keyPrefix + "-" + strconv.FormatUint(seq, 10)}}}
+	}
 }
 
 var checkoutBody = []byte(`{"customer":"loadtest","items":[{"sku":"coffee-arabica","qty":1}],"address":"1 Load Street"}`)

@@ -1,17 +1,18 @@
 package main
 
 import (
-	"slices"
-	"strings"
-
 	"context"
 	"flag"
 	"fmt"
-	"github.com/mercado-lab/mercado/loadtest"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/mercado-lab/mercado/internal/lab"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/loadtest"
 )
 
 const labUsage = `Usage: mercado lab [lab or scenario] [flags]
@@ -22,7 +23,7 @@ measured. With no lab named, runs the drill76 scenario (about 80 s).
 
 Scenarios (loadtest/scenarios; writes ./lab-report/results.json and
 report.html; --quick shortens every phase to a fifth):
-  drill76, lesson7, retry-storm, payments-flaky, overload
+  %s
   (mercado lab lesson7 is the replay below; run its load scenario with
   mercado lab scenario lesson7)
 
@@ -37,6 +38,12 @@ Replays:
   isolation  Drill 76: shipping's carrier hangs under an open-loop stream of
              checkouts while browsers keep browsing. Naive fills its shared
              pool and browsing goes dark; budgeted keeps it green.
+
+Measurements:
+  capacity   the highest checkout rate the whole chain sustains open loop
+             with p99 within a bound (25 ms), in each mode, on the memory
+             store or PostgreSQL (--database-url), and what budgets cost
+             when nothing is wrong.
 
 Flags:
 `
@@ -62,8 +69,10 @@ func runLab(ctx context.Context, args []string, getenv func(string) string, stdo
 		return runIsolation(ctx, args, getenv, stdout, stderr)
 	case "waterfall":
 		return runWaterfall(ctx, args, getenv, stdout, stderr)
+	case "capacity":
+		return runCapacity(ctx, args, getenv, stdout, stderr)
 	}
-	fmt.Fprint(stderr, labUsage)
+	printLabUsage(stderr)
 	return usagef("lab: unknown lab %q", name)
 }
 
@@ -72,7 +81,7 @@ func runLesson7(ctx context.Context, args []string, getenv func(string) string, 
 	fs := flag.NewFlagSet("mercado lab lesson7", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, labUsage)
+		printLabUsage(stderr)
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "print the measured results as JSON")
@@ -108,7 +117,7 @@ func runIsolation(ctx context.Context, args []string, getenv func(string) string
 	fs := flag.NewFlagSet("mercado lab isolation", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, labUsage)
+		printLabUsage(stderr)
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "print the measured results as JSON")
@@ -146,7 +155,7 @@ func runWaterfall(ctx context.Context, args []string, getenv func(string) string
 	fs := flag.NewFlagSet("mercado lab waterfall", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, labUsage)
+		printLabUsage(stderr)
 		fs.PrintDefaults()
 	}
 	asJSON := fs.Bool("json", false, "print the measured results as JSON")
@@ -172,5 +181,55 @@ func runWaterfall(ctx context.Context, args []string, getenv func(string) string
 		return res.WriteJSON(stdout)
 	}
 	res.WriteTable(stdout, cfg)
+	return nil
+}
+
+func printLabUsage(w io.Writer) {
+	fmt.Fprintf(w, labUsage, strings.Join(loadtest.Builtin(), ", "))
+}
+
+func runCapacity(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := lab.DefaultCapacity()
+	fs := flag.NewFlagSet("mercado lab capacity", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		printLabUsage(stderr)
+		fs.PrintDefaults()
+	}
+	asJSON := fs.Bool("json", false, "print the measured results as JSON")
+	quick := fs.Bool("quick", false, "1 s per rate and one refinement (for CI: a smoke test, not a measurement)")
+	modes := fs.String("modes", "naive,budgeted", "the modes to search, comma-separated")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "keep the services' state in this PostgreSQL database (default: in memory)")
+	fs.DurationVar(&cfg.P99, "p99", cfg.P99, "the p99 latency a sustained rate must stay within")
+	fs.DurationVar(&cfg.Step, "step", cfg.Step, "how long each rate is held")
+	fs.Float64Var(&cfg.Start, "start", cfg.Start, "the first rate tried (checkouts/s); it doubles until one fails")
+	fs.Float64Var(&cfg.Max, "max", cfg.Max, "the highest rate tried")
+	fs.IntVar(&cfg.Refine, "refine", cfg.Refine, "halvings between the last good rate and the first bad one")
+	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+		return err
+	}
+	cfg.Modes = nil
+	for _, m := range strings.Split(*modes, ",") {
+		parsed, err := mode.Parse(strings.TrimSpace(m))
+		if err != nil {
+			return usageError{fmt.Errorf("lab capacity: --modes: %w", err)}
+		}
+		cfg.Modes = append(cfg.Modes, parsed)
+	}
+	if *quick {
+		cfg.Step, cfg.Refine = time.Second, 1
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{fmt.Errorf("lab capacity: %w", err)}
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	res, err := lab.Capacity(ctx, cfg, log, func(line string) { fmt.Fprintln(stderr, line) })
+	if err != nil {
+		return fmt.Errorf("lab capacity: %w", err)
+	}
+	if *asJSON {
+		return res.WriteJSON(stdout)
+	}
+	res.WriteTable(stdout)
 	return nil
 }

@@ -25,7 +25,7 @@ const defaultScenario = "drill76"
 func runScenarioLab(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mercado lab "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, labUsage); fs.PrintDefaults() }
+	fs.Usage = func() { printLabUsage(stderr); fs.PrintDefaults() }
 	o := scenarioFlags(fs)
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err

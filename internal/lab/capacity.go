@@ -1,0 +1,313 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/shop"
+	"github.com/mercado-lab/mercado/loadtest"
+)
+
+// CapacityConfig is a search for the highest checkout rate the shop
+// sustains, open loop, through the whole chain.
+type CapacityConfig struct {
+	// Modes are searched one after the other, each on a fresh shop.
+	Modes []mode.Mode
+	// DatabaseURL keeps the services' state in PostgreSQL; empty keeps
+	// it in memory.
+	DatabaseURL string
+	// P99 is the bound a sustained rate's p99 latency must stay within.
+	P99 time.Duration
+	// Step is how long each rate is held.
+	Step time.Duration
+	// Start is the first rate tried; it doubles until a rate fails, then
+	// Refine halvings narrow the gap between the last good rate and the
+	// first bad one.
+	Start  float64
+	Max    float64
+	Refine int
+	// Deadline is the clients' deadline.
+	Deadline time.Duration
+}
+
+// DefaultCapacity searches both modes on the memory store for p99 ≤ 25 ms.
+func DefaultCapacity() CapacityConfig {
+	return CapacityConfig{
+		Modes: []mode.Mode{mode.Naive, mode.Budgeted}, P99: 25 * time.Millisecond,
+		Step: 5 * time.Second, Start: 100, Max: 5000, Refine: 3, Deadline: time.Second,
+	}
+}
+
+// Validate reports a configuration the lab cannot run.
+func (c CapacityConfig) Validate() error {
+	switch {
+	case len(c.Modes) == 0:
+		return fmt.Errorf("modes: at least one")
+	case c.P99 < time.Millisecond || c.P99 > 10*time.Second:
+		return fmt.Errorf("p99: %v is outside 1ms to 10s", c.P99)
+	case c.Step < 500*time.Millisecond || c.Step > 5*time.Minute:
+		return fmt.Errorf("step: %v is outside 500ms to 5m", c.Step)
+	case c.Start < 1 || c.Max < c.Start || c.Max > 20_000:
+		return fmt.Errorf("rates: want 1 ≤ start ≤ max ≤ 20000, got start %v, max %v", c.Start, c.Max)
+	case c.Refine < 0 || c.Refine > 10:
+		return fmt.Errorf("refine: %d is outside 0 to 10", c.Refine)
+	case c.Deadline < c.P99 || c.Deadline > time.Minute:
+		return fmt.Errorf("deadline: %v must be at least the p99 bound and at most 1m", c.Deadline)
+	}
+	for _, m := range c.Modes {
+		if _, err := mode.Parse(string(m)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CapacityStep is one rate held for one step.
+type CapacityStep struct {
+	Rate      float64 `json:"rate"`
+	Sent      int     `json:"sent"`
+	Good      int     `json:"good"`
+	P50MS     float64 `json:"p50_ms"`
+	P99MS     float64 `json:"p99_ms"`
+	LagP99MS  float64 `json:"schedule_lag_p99_ms"`
+	Sustained bool    `json:"sustained"`
+	// Why says what a rate that was not sustained broke.
+	Why string `json:"why,omitempty"`
+}
+
+// CapacityMode is one mode's search.
+type CapacityMode struct {
+	Mode  string         `json:"mode"`
+	Steps []CapacityStep `json:"steps"`
+	// MaxRate is the highest rate sustained (0: none was).
+	MaxRate float64 `json:"max_sustained_rate"`
+	// CPUSecondsPerCheckout is the process's CPU time per good checkout
+	// over the whole search, load generator included.
+	CPUSecondsPerCheckout float64 `json:"cpu_seconds_per_checkout"`
+}
+
+// CapacityResult is the search in every mode.
+type CapacityResult struct {
+	Store    string         `json:"store"`
+	P99MS    float64        `json:"p99_bound_ms"`
+	StepS    float64        `json:"step_s"`
+	Modes    []CapacityMode `json:"modes"`
+	Overhead *Overhead      `json:"overhead,omitempty"`
+}
+
+// Overhead is what the budgeted mode costs against the naive one when
+// nothing is wrong: throughput is the ratio of their highest sustained
+// rates; latency their p50s at the same rate (half the lower maximum,
+// where both are comfortably within the bound).
+type Overhead struct {
+	Rate             float64 `json:"rate"`
+	NaiveP50MS       float64 `json:"naive_p50_ms"`
+	BudgetedP50MS    float64 `json:"budgeted_p50_ms"`
+	P50Ratio         float64 `json:"p50_ratio"`
+	ThroughputRatio  float64 `json:"throughput_ratio"`
+	NaiveMaxRate     float64 `json:"naive_max_rate"`
+	BudgetedMaxRate  float64 `json:"budgeted_max_rate"`
+	ComparisonStepsS float64 `json:"comparison_step_s"`
+}
+
+// Capacity searches each mode for the highest checkout rate whose p99
+// stays within the bound with every request answered well, the load
+// generator keeping its schedule. The generator shares the machine with
+// the shop, as a learner's laptop does.
+func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progress func(string)) (CapacityResult, error) {
+	res := CapacityResult{Store: "memory", P99MS: ms(cfg.P99), StepS: cfg.Step.Seconds()}
+	if cfg.DatabaseURL != "" {
+		res.Store = "postgres"
+	}
+	say := func(format string, args ...any) {
+		if progress != nil {
+			progress(fmt.Sprintf(format, args...))
+		}
+	}
+	for _, m := range cfg.Modes {
+		s, err := startCapacityShop(ctx, cfg, m, log)
+		if err != nil {
+			return CapacityResult{}, err
+		}
+		cm := CapacityMode{Mode: string(m)}
+		cpu0, good := processCPU(), 0
+		hold := func(rate float64) (CapacityStep, error) {
+			st, err := holdRate(ctx, s.GatewayURL(), rate, cfg, fmt.Sprintf("cap-%s-%d", m, len(cm.Steps)))
+			if err != nil {
+				return st, err
+			}
+			good += st.Good
+			cm.Steps = append(cm.Steps, st)
+			verdict := "ok"
+			if !st.Sustained {
+				verdict = st.Why
+			}
+			say("%-9s %6.0f/s  p50 %6.1f ms  p99 %7.1f ms  %s", m, rate, st.P50MS, st.P99MS, verdict)
+			return st, nil
+		}
+		lo, hi := 0.0, 0.0 // the highest good rate, the lowest bad one
+		for rate := cfg.Start; rate <= cfg.Max; rate *= 2 {
+			st, err := hold(rate)
+			if err != nil {
+				_ = s.Stop()
+				return CapacityResult{}, err
+			}
+			if !st.Sustained {
+				hi = rate
+				break
+			}
+			lo = rate
+		}
+		for range cfg.Refine {
+			if hi == 0 || lo == 0 {
+				break
+			}
+			mid := math.Round((lo + hi) / 2)
+			st, err := hold(mid)
+			if err != nil {
+				_ = s.Stop()
+				return CapacityResult{}, err
+			}
+			if st.Sustained {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		cm.MaxRate = lo
+		if good > 0 {
+			cm.CPUSecondsPerCheckout = (processCPU() - cpu0).Seconds() / float64(good)
+		}
+		if err := s.Stop(); err != nil {
+			log.Warn("stopping the shop", "err", err)
+		}
+		res.Modes = append(res.Modes, cm)
+	}
+	naive, budgeted := res.mode(mode.Naive), res.mode(mode.Budgeted)
+	if naive == nil || budgeted == nil || naive.MaxRate == 0 || budgeted.MaxRate == 0 {
+		return res, nil
+	}
+	// Both modes at the same comfortable rate, alternating, on fresh
+	// shops: the p50 each adds when nothing is wrong.
+	o := Overhead{Rate: math.Round(min(naive.MaxRate, budgeted.MaxRate) / 2), NaiveMaxRate: naive.MaxRate,
+		BudgetedMaxRate: budgeted.MaxRate, ThroughputRatio: budgeted.MaxRate / naive.MaxRate, ComparisonStepsS: cfg.Step.Seconds()}
+	for _, m := range []mode.Mode{mode.Naive, mode.Budgeted} {
+		s, err := startCapacityShop(ctx, cfg, m, log)
+		if err != nil {
+			return CapacityResult{}, err
+		}
+		st, err := holdRate(ctx, s.GatewayURL(), o.Rate, cfg, "cap-overhead-"+string(m))
+		_ = s.Stop()
+		if err != nil {
+			return CapacityResult{}, err
+		}
+		say("%-9s %6.0f/s  p50 %6.1f ms  (overhead comparison)", m, o.Rate, st.P50MS)
+		if m == mode.Naive {
+			o.NaiveP50MS = st.P50MS
+		} else {
+			o.BudgetedP50MS = st.P50MS
+		}
+	}
+	if o.NaiveP50MS > 0 {
+		o.P50Ratio = o.BudgetedP50MS / o.NaiveP50MS
+	}
+	res.Overhead = &o
+	return res, nil
+}
+
+func (r CapacityResult) mode(m mode.Mode) *CapacityMode {
+	i := slices.IndexFunc(r.Modes, func(c CapacityMode) bool { return c.Mode == string(m) })
+	if i < 0 {
+		return nil
+	}
+	return &r.Modes[i]
+}
+
+func startCapacityShop(ctx context.Context, cfg CapacityConfig, m mode.Mode, log *slog.Logger) (*shop.Shop, error) {
+	sc := shop.EphemeralConfig()
+	sc.SetMode(m, serve.DefaultMargin, serve.DefaultFloor)
+	sc.SetDrainTimeout(time.Second)
+	if cfg.DatabaseURL != "" {
+		sc.SetDatabase(cfg.DatabaseURL, 10)
+	}
+	return shop.Start(ctx, sc, log)
+}
+
+// holdRate sends checkouts at rate for one step and judges the step.
+func holdRate(ctx context.Context, base string, rate float64, cfg CapacityConfig, keyPrefix string) (CapacityStep, error) {
+	c := loadtest.Class{Name: "checkout", Rate: rate, Deadline: cfg.Deadline, Request: loadtest.CheckoutRequest(keyPrefix)}
+	got, err := loadtest.Run(ctx, loadtest.Options{Base: base, Duration: cfg.Step}, c)
+	if err != nil {
+		return CapacityStep{}, err
+	}
+	samples := got["checkout"]
+	sum := loadtest.Summarize("checkout", samples, cfg.Deadline, cfg.Step)
+	lags := make([]time.Duration, 0, len(samples))
+	for _, s := range samples {
+		lags = append(lags, s.Sent.Sub(s.Intended))
+	}
+	slices.Sort(lags)
+	st := CapacityStep{Rate: rate, Sent: sum.Requests, Good: sum.Good, P50MS: sum.P50MS, P99MS: sum.P99MS,
+		LagP99MS: ms(loadtest.Percentile(lags, 99))}
+	want := rate * cfg.Step.Seconds()
+	switch {
+	case float64(sum.Requests) < 0.99*want:
+		st.Why = fmt.Sprintf("generator sent %d of %.0f", sum.Requests, want)
+	case sum.Good < sum.Requests:
+		st.Why = fmt.Sprintf("%d of %d not answered well in time", sum.Requests-sum.Good, sum.Requests)
+	case sum.P99MS > ms(cfg.P99):
+		st.Why = fmt.Sprintf("p99 %.1f ms > %.0f ms", sum.P99MS, ms(cfg.P99))
+	default:
+		st.Sustained = true
+	}
+	// Queues left by a failed step must not count against the next.
+	if !st.Sustained {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return st, ctx.Err()
+}
+
+// WriteJSON writes the result as indented JSON.
+func (r CapacityResult) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteTable writes every step and the verdict.
+func (r CapacityResult) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "Capacity: checkouts through the whole chain, %s store, open loop, p99 ≤ %.0f ms, %.0f s per rate.\n\n", r.Store, r.P99MS, r.StepS)
+	fmt.Fprintf(w, "%-9s %8s %8s %9s %9s %10s  %s\n", "mode", "rate/s", "good", "p50 ms", "p99 ms", "lag p99", "verdict")
+	for _, m := range r.Modes {
+		for _, s := range m.Steps {
+			verdict := "sustained"
+			if !s.Sustained {
+				verdict = s.Why
+			}
+			fmt.Fprintf(w, "%-9s %8.0f %8d %9.1f %9.1f %7.1f ms  %s\n", m.Mode, s.Rate, s.Good, s.P50MS, s.P99MS, s.LagP99MS, verdict)
+		}
+	}
+	fmt.Fprintln(w)
+	for _, m := range r.Modes {
+		fmt.Fprintf(w, "%-9s highest sustained rate: %.0f checkouts/s (%.2f ms of CPU per checkout, generator included)\n",
+			m.Mode, m.MaxRate, 1000*m.CPUSecondsPerCheckout)
+	}
+	if o := r.Overhead; o != nil {
+		fmt.Fprintf(w, "\nWhat budgets cost when nothing is wrong: throughput %.2fx (%.0f vs %.0f/s); p50 at %.0f/s %.2f vs %.2f ms (%+.1f%%).\n",
+			o.ThroughputRatio, o.BudgetedMaxRate, o.NaiveMaxRate, o.Rate, o.BudgetedP50MS, o.NaiveP50MS, 100*(o.P50Ratio-1))
+	}
+}
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
