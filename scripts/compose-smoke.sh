@@ -3,13 +3,16 @@
 # it from the outside: build the image, start PostgreSQL and the five
 # services, wait until they are healthy, browse, check out (201, then the
 # same Idempotency-Key replayed), switch the mode through the gateway's
-# admin API, optionally run the load test, and tear everything down (also
-# when a step fails). It talks to 127.0.0.1:8080 only.
+# admin API and read the mode back from every service, check out again in
+# the new mode, optionally run the load test, and tear everything down
+# (also when a step fails or the script is interrupted). From this machine
+# it talks to 127.0.0.1:8080 only; the admin calls run inside the gateway's
+# container, on the compose network.
 #
 # Usage: scripts/compose-smoke.sh [--stand-ins] [--lab] [--keep]
 #   --stand-ins  first run scripts/base-images.sh, for a machine that cannot
-#                pull images (it builds or refreshes local stand-ins for
-#                the base images, and keeps what is up to date)
+#                pull images: it builds local stand-ins for the base images
+#                that are missing or out of date, and reuses the others
 #   --lab        also run `docker compose run --rm lab` (about 40 s of load)
 #   --keep       leave the stack running at the end (tear down: down -v)
 # COMPOSE picks the client: "docker compose" when present, else
@@ -25,8 +28,12 @@ for arg in "$@"; do
 	--stand-ins) stand_ins=true ;;
 	--lab) lab=true ;;
 	--keep) keep=true ;;
+	-h | --help)
+		sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+		exit 0
+		;;
 	*)
-		echo "compose-smoke: unknown argument $arg" >&2
+		echo "compose-smoke: unknown argument $arg (try --help)" >&2
 		exit 2
 		;;
 	esac
@@ -39,39 +46,72 @@ if [ -z "${COMPOSE:-}" ]; then
 		COMPOSE=docker-compose
 	fi
 fi
-# The project name in .env, and the stack always started in its default
-# mode, whatever the shell says.
-export MERCADO_MODE=budgeted
+# The project name comes from .env; the stack always starts in its
+# default mode, and without an admin token, whatever the shell says.
+export MERCADO_MODE=budgeted MERCADO_ADMIN_TOKEN=
 compose() { $COMPOSE "$@"; }
-say() { printf '\ncompose-smoke: %s\n' "$*"; }
+say() { printf '\ncompose-smoke: [%3ds] %s\n' "$SECONDS" "$*"; }
 fail() {
 	printf 'compose-smoke: FAIL: %s\n' "$*" >&2
 	exit 1
 }
 
+# The services, with their admin ports (docker-compose.yml, DESIGN's port
+# table).
+admin_ports="gateway=9080 orders=9081 catalog=9082 payments=9083 shipping=9084"
+base_images="golang:1.26-bookworm postgres:15-bookworm"
+
+started=false
 teardown() {
 	local rc=$?
-	if [ $rc -ne 0 ]; then
+	trap - EXIT
+	if [ $rc -ne 0 ] && $started; then
 		say "the services' last logs"
 		compose logs --no-color --tail=30 || true
 	fi
 	if $keep && [ $rc -eq 0 ]; then
 		say "left running; tear down with: $COMPOSE down -v"
-	else
+	elif $started; then
 		say "tearing down"
-		compose --profile lab down -v --remove-orphans || true
+		if compose --profile lab down -v --remove-orphans; then
+			left=$(docker ps -aq --filter label=com.docker.compose.project=mercado)
+			[ -z "$left" ] && echo "torn down: no container of the project is left" ||
+				echo "containers still there: $left"
+		fi
+	fi
+	if [ $rc -eq 0 ]; then
+		say "PASS in ${SECONDS}s"
+	else
+		printf '\ncompose-smoke: FAILED (exit %d) after %ds\n' "$rc" "$SECONDS" >&2
 	fi
 	exit $rc
 }
 trap teardown EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
-say "using $COMPOSE ($(compose version --short 2>/dev/null || compose version | head -1))"
+say "using $COMPOSE ($(compose version --short 2>/dev/null || compose version | head -1)), engine $(docker version --format '{{.Server.Version}}')"
+
 if $stand_ins; then
-	say "local stand-ins for the base images (scripts/base-images.sh)"
+	say "local stand-ins for the base images (scripts/base-images.sh: builds what is missing or out of date, reuses the rest)"
 	scripts/base-images.sh
 fi
+# Say plainly which base images are the real ones and which are stand-ins.
+for image in $base_images; do
+	if ! docker image inspect "$image" >/dev/null 2>&1; then
+		echo "base image $image: not on this engine; the build pulls it (on a machine that cannot pull, use --stand-ins)"
+	elif [ "$(docker image inspect --format '{{ index .Config.Labels "org.mercado.stand-in" }}' "$image")" = true ]; then
+		echo "base image $image: a LOCAL STAND-IN built by scripts/base-images.sh from Debian packages, not the official image"
+	else
+		echo "base image $image: as pulled"
+	fi
+done
 
-say "building the image"
+say "clearing what an interrupted run may have left"
+compose --profile lab down -v --remove-orphans >/dev/null 2>&1 || true
+started=true
+
+say "building the image (layers are reused while go.mod, go.sum and the sources are unchanged)"
 compose build gateway
 
 say "starting PostgreSQL and the five services"
@@ -97,6 +137,7 @@ while :; do
 	sleep 2
 done
 compose ps
+echo "stack healthy: $services"
 
 api=http://127.0.0.1:8080
 
@@ -105,41 +146,69 @@ products=$(curl -fsS --max-time 5 "$api/api/products") || fail "GET /api/product
 echo "$products" | head -c 400
 echo
 
-say "POST /api/checkout with an Idempotency-Key"
-key="\"smoke-$(date +%s)-$$\""
 body='{"customer":"ana","items":[{"sku":"tea-sencha","qty":2}],"address":"1 Main St"}'
+# checkout KEY: POST /api/checkout; prints the status, keeps the body.
 checkout() {
 	curl -sS --max-time 10 -o /tmp/compose-smoke.body -D /tmp/compose-smoke.head -w '%{http_code}' \
 		-X POST "$api/api/checkout" -H 'Content-Type: application/json' \
-		-H 'X-Deadline-Ms: 2000' -H "Idempotency-Key: $key" -d "$body"
+		-H 'X-Deadline-Ms: 2000' -H "Idempotency-Key: $1" -d "$body"
 }
-code=$(checkout)
+
+say "POST /api/checkout with an Idempotency-Key"
+key="\"smoke-$(date +%s)-$$\""
+code=$(checkout "$key")
 cat /tmp/compose-smoke.body
 echo
 [ "$code" = 201 ] || fail "checkout answered $code, want 201"
 location=$(tr -d '\r' </tmp/compose-smoke.head | sed -n 's/^[Ll]ocation: //p')
-echo "201 Created, Location: $location"
+echo "checkout: 201 Created, Location: $location"
 
 say "the same checkout again: replayed, not charged twice"
 first=$(cat /tmp/compose-smoke.body)
-code=$(checkout)
+code=$(checkout "$key")
 [ "$code" = 201 ] || fail "replay answered $code, want 201"
 [ "$(cat /tmp/compose-smoke.body)" = "$first" ] || fail "replay answered another body: $(cat /tmp/compose-smoke.body)"
-echo "201, same body"
+echo "replay: 201, same body"
 
 say "GET $location"
 curl -fsS --max-time 5 "$api$location" || fail "GET $location"
 echo
 
+# mercado runs the binary in the gateway's container (the image has no
+# shell), on the compose network where the admin ports are.
+mercado() { compose exec -T gateway /mercado "$@"; }
+
+# expect_mode MODE: every service reports MODE on its own admin API.
+expect_mode() {
+	local want=$1 pair name port host line
+	for pair in $admin_ports; do
+		name=${pair%=*} port=${pair#*=}
+		host=$name
+		[ "$name" = gateway ] && host=127.0.0.1
+		line=$(mercado mode --admin "http://$host:$port" | tr -d '\r')
+		echo "$line"
+		case "$line" in
+		"$name "*" $want "*) ;;
+		*) fail "$name reports \"$line\", want mode $want" ;;
+		esac
+	done
+}
+
 say "switching the shop to naive through the gateway's admin API (it fans out to every service)"
-compose run --rm --no-deps lab mode naive --admin http://gateway:9080
-shown=$(compose run --rm --no-deps lab mode --admin http://gateway:9080 | tr -d '\r')
-echo "$shown" | grep -q naive || fail "the gateway still reports: $shown"
-compose run --rm --no-deps lab mode budgeted --admin http://gateway:9080
+mercado mode naive --admin http://127.0.0.1:9080
+say "each service's own admin API reports naive"
+expect_mode naive
+say "a checkout in naive mode"
+code=$(checkout "\"smoke-naive-$(date +%s)-$$\"")
+[ "$code" = 201 ] || fail "checkout in naive mode answered $code, want 201"
+echo "checkout in naive mode: 201"
+
+say "and back to budgeted"
+mercado mode budgeted --admin http://127.0.0.1:9080
+expect_mode budgeted
+echo "mode switched: naive on all five, then budgeted on all five"
 
 if $lab; then
 	say "the load test: $COMPOSE run --rm lab"
 	compose run --rm lab
 fi
-
-say "PASS"
