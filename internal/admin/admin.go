@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/jsonbody"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/problem"
 )
@@ -67,10 +70,33 @@ func Handler(o Options) http.Handler {
 	for pattern, h := range o.Routes {
 		mux.Handle(pattern, h)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/", fallback(mux))
+	return mux
+}
+
+// probeMethods are the methods fallback tries a path with.
+var probeMethods = []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodPatch, http.MethodDelete}
+
+// fallback answers a request no route took: 405 with Allow when the path
+// has routes for other methods, 404 otherwise, both as problem documents
+// (ServeMux's own answers are plain text, and its catch-all "/" would turn
+// every wrong method into a 404).
+func fallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, m := range probeMethods {
+			probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+			if _, pattern := mux.Handler(probe); pattern != "/" && pattern != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			problem.Write(w, r, http.StatusMethodNotAllowed, r.Method+" is not allowed here")
+			return
+		}
 		problem.Write(w, r, http.StatusNotFound, "no such admin route")
 	})
-	return mux
 }
 
 type api struct{ Options }
@@ -79,8 +105,10 @@ type api struct{ Options }
 func (a *api) guard(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if a.Token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
+			// ConstantTimeCompare: how long the check takes says nothing
+			// about how much of a guess was right.
+			scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mercado-admin"`)
 				problem.Write(w, r, http.StatusUnauthorized, "changes need the admin token: Authorization: Bearer <token>")
 				return
@@ -126,16 +154,18 @@ type PeerResult struct {
 
 func (a *api) putMode(w http.ResponseWriter, r *http.Request) {
 	var ch ModeChange
-	if err := decode(w, r, &ch); err != nil {
-		badBody(w, r, err)
+	if !decode(w, r, &ch) {
 		return
 	}
+	// The refusals name the values accepted, not the one sent: it is the
+	// client's, and may be anything up to the body limit.
 	if _, err := mode.Parse(string(ch.Mode)); err != nil {
-		problem.Write(w, r, http.StatusBadRequest, "mode: "+err.Error())
+		problem.Write(w, r, http.StatusBadRequest, fmt.Sprintf("mode must be %q or %q", mode.Naive, mode.Budgeted))
 		return
 	}
 	if err := ch.Mechanisms.Validate(); err != nil {
-		problem.Write(w, r, http.StatusBadRequest, "mechanisms: "+err.Error())
+		problem.Write(w, r, http.StatusBadRequest,
+			fmt.Sprintf("mechanisms.retries must be %q, %q or %q", mode.RetriesNaive, mode.RetriesBudgeted, mode.RetriesOff))
 		return
 	}
 	s := a.Settings.Load()
@@ -219,16 +249,24 @@ func (a *api) getFaults(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) putFaults(w http.ResponseWriter, r *http.Request) {
-	set := faults.Set{}
-	if err := decode(w, r, &set); err != nil {
-		badBody(w, r, err)
+	// Each method's spec is read on its own, so that a refusal names the
+	// method it is about.
+	var raw map[string]json.RawMessage
+	if !decode(w, r, &raw) {
 		return
 	}
-	for m := range set {
+	set := faults.Set{}
+	for _, m := range slices.Sorted(maps.Keys(raw)) {
 		if err := validMethod(m); err != nil {
 			problem.Write(w, r, http.StatusBadRequest, err.Error())
 			return
 		}
+		var spec faults.Spec
+		if err := json.Unmarshal(raw[m], &spec); err != nil {
+			problem.Write(w, r, http.StatusBadRequest, m+": "+err.Error())
+			return
+		}
+		set[m] = spec
 	}
 	a.Faults.Replace(set)
 	a.Log.Info("faults replaced", "faults", set.String())
@@ -242,8 +280,7 @@ func (a *api) putMethodFault(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var spec faults.Spec
-	if err := decode(w, r, &spec); err != nil {
-		badBody(w, r, err)
+	if !decode(w, r, &spec) {
 		return
 	}
 	set := a.Faults.Set()
@@ -259,6 +296,10 @@ func (a *api) putMethodFault(w http.ResponseWriter, r *http.Request) {
 func (a *api) clearFaults(w http.ResponseWriter, r *http.Request) {
 	set := faults.Set{}
 	if method := r.PathValue("method"); method != "" {
+		if err := validMethod(method); err != nil {
+			problem.Write(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
 		set = a.Faults.Set()
 		delete(set, method)
 	}
@@ -282,33 +323,15 @@ func validMethod(m string) error {
 	return nil
 }
 
-var errUnsupportedType = errors.New("Content-Type must be application/json")
-
-// decode reads a JSON body strictly: JSON content type, bounded size, no
-// unknown fields, one value.
-func decode(w http.ResponseWriter, r *http.Request, dst any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return errUnsupportedType
+// decode reads a JSON body strictly (see internal/jsonbody): JSON content
+// type, at most maxBody bytes, no unknown fields, one value. It answers
+// the request itself and returns false when the body is refused.
+func decode(w http.ResponseWriter, r *http.Request, dst any) bool {
+	if status, err := jsonbody.Decode(w, r, maxBody, dst); err != nil {
+		problem.Write(w, r, status, err.Error())
+		return false
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return fmt.Errorf("invalid body: %w", err)
-	}
-	// Only the end of the body may follow the value (dec.More would let a
-	// stray "]" or "}" through).
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("invalid body: more than one JSON value")
-	}
-	return nil
-}
-
-func badBody(w http.ResponseWriter, r *http.Request, err error) {
-	status := http.StatusBadRequest
-	if errors.Is(err, errUnsupportedType) {
-		status = http.StatusUnsupportedMediaType
-	}
-	problem.Write(w, r, status, err.Error())
+	return true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -198,7 +198,7 @@ func parseDuration(val string, hasVal bool) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(val)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%q is not a duration such as 280ms", val)
 	}
 	if d < 0 || d > time.Hour {
 		return 0, fmt.Errorf("%v is outside 0 to 1h", d)
@@ -232,11 +232,22 @@ func (s *Set) String() string {
 type Injector struct {
 	mu  sync.RWMutex
 	set Set
+
+	halt     chan struct{} // closed by Halt
+	haltOnce sync.Once
 }
 
 // NewInjector returns an Injector applying s.
 func NewInjector(s Set) *Injector {
-	return &Injector{set: s}
+	return &Injector{set: s, halt: make(chan struct{})}
+}
+
+// Halt ends every simulated work still running, and any started later,
+// with ErrHalted: the process doing it is gone, as a process's exit ends
+// the reads it was blocked in. Without it, work that ignores its context
+// (HonourCancel off) would outlive a service stopped in-process.
+func (in *Injector) Halt() {
+	in.haltOnce.Do(func() { close(in.halt) })
 }
 
 // Replace puts s in force.
@@ -267,23 +278,29 @@ func (in *Injector) Set() Set {
 // dependency is unavailable.
 var ErrInjected error = &apperr.Error{Code: apperr.Unavailable, Message: "simulated failure (fault error-rate)"}
 
+// ErrHalted is the error of simulated work cut off by Halt.
+var ErrHalted error = &apperr.Error{Code: apperr.Unavailable, Message: "the service stopped"}
+
 // Work simulates method's work. When honourCancel is true it ends early,
 // with the context's error, once ctx is done; otherwise it blocks for the
-// whole time like a socket read with no timeout, whatever ctx says. A call
-// the error rate picks fails with ErrInjected after its work.
+// whole time like a socket read with no timeout, whatever ctx says. Either
+// way Halt ends it with ErrHalted. A call the error rate picks fails with
+// ErrInjected after its work.
 func (in *Injector) Work(ctx context.Context, method string, honourCancel bool) error {
 	spec := in.Spec(method)
 	if d := spec.Duration(); d > 0 {
+		done := ctx.Done()
 		if !honourCancel {
-			time.Sleep(d)
-		} else {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return context.Cause(ctx)
-			}
+			done = nil // like a socket read with no timeout
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-done:
+			return context.Cause(ctx)
+		case <-in.halt:
+			return ErrHalted
 		}
 	}
 	if spec.ErrorRate > 0 && rand.Float64() < spec.ErrorRate {

@@ -3,7 +3,9 @@ package faults
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -37,7 +39,7 @@ func (s Spec) MarshalJSON() ([]byte, error) {
 func (s *Spec) UnmarshalJSON(b []byte) error {
 	var w specJSON
 	if err := strictUnmarshal(b, &w); err != nil {
-		return err
+		return specError(err)
 	}
 	var out Spec
 	for _, f := range []struct {
@@ -51,7 +53,7 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 		}
 		d, err := time.ParseDuration(f.text)
 		if err != nil {
-			return fmt.Errorf("%s: %w", f.name, err)
+			return fmt.Errorf("%s: not a duration such as 280ms", f.name)
 		}
 		*f.dst = d
 	}
@@ -61,6 +63,22 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	}
 	*s = out
 	return nil
+}
+
+// specError says what is wrong with a spec in the admin API's terms, not
+// the decoder's (which would name Go types).
+func specError(err error) error {
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typ) && typ.Field == "error_rate":
+		return errors.New("error_rate must be a number from 0 to 1")
+	case errors.As(err, &typ) && typ.Field != "":
+		return fmt.Errorf("%s must be a duration such as \"280ms\"", typ.Field)
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("unknown field %s (want latency, p50, p99, delay, error_rate or hang)", name)
+	}
+	return errors.New(`a fault spec must be an object such as {"latency":"280ms"}`)
 }
 
 func strictUnmarshal(b []byte, v any) error {

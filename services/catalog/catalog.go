@@ -37,11 +37,24 @@ type Reservation struct {
 	TotalCents int64
 }
 
-// Limits on a reservation.
+// Limits on a request: lines per reservation, units per line, and the
+// length of an id (SKU, order id, reservation id).
 const (
-	MaxLines = 50
-	MaxQty   = 1000
+	MaxLines   = 50
+	MaxQty     = 1000
+	MaxIDBytes = 64
 )
+
+// checkID reports an id that is missing or too long to name anything.
+func checkID(name, id string) error {
+	switch {
+	case id == "":
+		return apperr.New(apperr.Invalid, "%s is required", name)
+	case len(id) > MaxIDBytes:
+		return apperr.New(apperr.Invalid, "%s is longer than %d characters", name, MaxIDBytes)
+	}
+	return nil
+}
 
 // Store keeps products and reservations. Reserve is all or nothing, never
 // lets stock go negative, and holds at most one reservation per order (a
@@ -83,8 +96,8 @@ func (s *Service) ListProducts(ctx context.Context) ([]Product, error) {
 
 // GetProduct returns one product.
 func (s *Service) GetProduct(ctx context.Context, sku string) (Product, error) {
-	if sku == "" {
-		return Product{}, apperr.New(apperr.Invalid, "sku is required")
+	if err := checkID("sku", sku); err != nil {
+		return Product{}, err
 	}
 	if err := s.simulate(ctx, "GetProduct"); err != nil {
 		return Product{}, err
@@ -105,8 +118,8 @@ func (s *Service) ReserveStock(ctx context.Context, orderID string, lines []Line
 
 // ReleaseStock gives a reservation's stock back.
 func (s *Service) ReleaseStock(ctx context.Context, reservationID string) error {
-	if reservationID == "" {
-		return apperr.New(apperr.Invalid, "reservation_id is required")
+	if err := checkID("reservation_id", reservationID); err != nil {
+		return err
 	}
 	if err := s.simulate(ctx, "ReleaseStock"); err != nil {
 		return err
@@ -115,15 +128,15 @@ func (s *Service) ReleaseStock(ctx context.Context, reservationID string) error 
 }
 
 func validateLines(orderID string, lines []Line) error {
-	if orderID == "" {
-		return apperr.New(apperr.Invalid, "order_id is required")
+	if err := checkID("order_id", orderID); err != nil {
+		return err
 	}
 	if len(lines) == 0 || len(lines) > MaxLines {
 		return apperr.New(apperr.Invalid, "an order needs 1 to %d lines, got %d", MaxLines, len(lines))
 	}
 	for i, l := range lines {
-		if l.SKU == "" {
-			return apperr.New(apperr.Invalid, "lines[%d].sku is required", i)
+		if err := checkID(fmt.Sprintf("lines[%d].sku", i), l.SKU); err != nil {
+			return err
 		}
 		if l.Qty < 1 || l.Qty > MaxQty {
 			return apperr.New(apperr.Invalid, "lines[%d].qty must be 1 to %d, got %d", i, MaxQty, l.Qty)

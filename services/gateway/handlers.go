@@ -2,10 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"runtime/debug"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/mercado-lab/mercado/internal/jsonbody"
 	"github.com/mercado-lab/mercado/internal/problem"
 	"github.com/mercado-lab/mercado/internal/timing"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
@@ -94,8 +92,8 @@ func (s *server) listProducts(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) getProduct(w http.ResponseWriter, r *http.Request) {
 	sku := chi.URLParam(r, "sku")
-	if len(sku) > 64 {
-		problem.Write(w, r, http.StatusBadRequest, "sku is longer than 64 characters")
+	if err := checkID("sku", sku); err != nil {
+		problem.Write(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	p, err := s.catalog.GetProduct(r.Context(), &catalogv1.GetProductRequest{Sku: sku})
@@ -213,8 +211,8 @@ func (s *server) addDownstreamHops(r *http.Request, trailer metadata.MD) {
 
 func (s *server) getOrder(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	if len(id) > 64 {
-		problem.Write(w, r, http.StatusBadRequest, "order id is longer than 64 characters")
+	if err := checkID("order id", id); err != nil {
+		problem.Write(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	o, err := s.orders.GetOrder(r.Context(), &ordersv1.GetOrderRequest{OrderId: id})
@@ -230,7 +228,26 @@ const (
 	maxItems     = 50
 	maxQty       = 1000
 	maxTextBytes = 500
+	maxIDBytes   = 64
 )
+
+// checkID reports a SKU or an order id that cannot name anything: the
+// shop's ids are 1 to 64 letters, digits, '.', '_' or '-'. A well-formed
+// id that names nothing is left to the service that owns it (404).
+func checkID(name, id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%s is empty", name)
+	case len(id) > maxIDBytes:
+		return fmt.Errorf("%s is longer than %d characters", name, maxIDBytes)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%s may hold only letters, digits, '.', '_' and '-'", name)
+		}
+	}
+	return nil
+}
 
 func (c CheckoutRequest) validate() error {
 	switch {
@@ -242,8 +259,8 @@ func (c CheckoutRequest) validate() error {
 		return fmt.Errorf("items: a checkout needs 1 to %d items, got %d", maxItems, len(c.Items))
 	}
 	for i, it := range c.Items {
-		if it.SKU == "" || len(it.SKU) > 64 {
-			return fmt.Errorf("items[%d].sku must be 1 to 64 characters", i)
+		if err := checkID(fmt.Sprintf("items[%d].sku", i), it.SKU); err != nil {
+			return err
 		}
 		if it.Qty < 1 || it.Qty > maxQty {
 			return fmt.Errorf("items[%d].qty must be 1 to %d, got %d", i, maxQty, it.Qty)
@@ -255,44 +272,11 @@ func (c CheckoutRequest) validate() error {
 	return nil
 }
 
-// decodeJSON reads r's body into dst strictly: a JSON content type, at
-// most maxBytes, no unknown fields, one value. It returns the HTTP status
-// to answer with when it fails.
+// decodeJSON reads r's body into dst strictly (see internal/jsonbody): a
+// JSON content type, at most maxBytes, no unknown fields, one value. It
+// returns the HTTP status to answer with when it fails.
 func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, dst any) (int, error) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return http.StatusUnsupportedMediaType, errors.New("Content-Type must be application/json")
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var tooBig *http.MaxBytesError
-		var syntax *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &tooBig):
-			return http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", maxBytes)
-		case errors.As(err, &syntax):
-			return http.StatusBadRequest, fmt.Errorf("malformed JSON at byte %d", syntax.Offset)
-		case errors.As(err, &typ):
-			return http.StatusBadRequest, fmt.Errorf("field %q must be a %s", typ.Field, typ.Type)
-		case errors.Is(err, io.EOF):
-			return http.StatusBadRequest, errors.New("body is empty")
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return http.StatusBadRequest, errors.New("malformed JSON: unexpected end")
-		}
-		return http.StatusBadRequest, fmt.Errorf("malformed JSON: %v", err)
-	}
-	// Only the end of the body may follow the value. (dec.More would let a
-	// stray "]" or "}" through: it reports false for those.)
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", maxBytes)
-		}
-		return http.StatusBadRequest, errors.New("body must hold one JSON value")
-	}
-	return 0, nil
+	return jsonbody.Decode(w, r, maxBytes, dst)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -28,7 +28,9 @@ func parseIdempotencyKey(v string) (string, error) {
 	} else {
 		for i := 0; i < len(v); i++ {
 			if !isTokenChar(v[i]) {
-				return "", fmt.Errorf("Idempotency-Key: %q is neither a quoted string nor a token", v)
+				// The value is not echoed back: it is the client's, and may be
+				// anything up to the header limit.
+				return "", fmt.Errorf("Idempotency-Key is neither a quoted string nor a token")
 			}
 		}
 	}

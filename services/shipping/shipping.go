@@ -28,6 +28,40 @@ type Shipment struct {
 // StatusBooked is the status of a shipment the carrier accepted.
 const StatusBooked = "booked"
 
+// Limits on a shipment, matching an order's: items, units per item, the
+// length of an id (order, shipment, SKU) and of an address.
+const (
+	MaxItems        = 50
+	MaxQty          = 1000
+	MaxIDBytes      = 64
+	MaxAddressBytes = 500
+)
+
+// validate reports what is wrong with a shipment request.
+func validate(sh Shipment) error {
+	switch {
+	case sh.OrderID == "":
+		return apperr.New(apperr.Invalid, "order_id is required")
+	case len(sh.OrderID) > MaxIDBytes:
+		return apperr.New(apperr.Invalid, "order_id is longer than %d characters", MaxIDBytes)
+	case sh.Address == "":
+		return apperr.New(apperr.Invalid, "address is required")
+	case len(sh.Address) > MaxAddressBytes:
+		return apperr.New(apperr.Invalid, "address is longer than %d bytes", MaxAddressBytes)
+	case len(sh.Items) == 0 || len(sh.Items) > MaxItems:
+		return apperr.New(apperr.Invalid, "a shipment needs 1 to %d items, got %d", MaxItems, len(sh.Items))
+	}
+	for i, it := range sh.Items {
+		switch {
+		case it.SKU == "" || len(it.SKU) > MaxIDBytes:
+			return apperr.New(apperr.Invalid, "items[%d].sku must be 1 to %d characters", i, MaxIDBytes)
+		case it.Qty < 1 || it.Qty > MaxQty:
+			return apperr.New(apperr.Invalid, "items[%d].qty must be 1 to %d, got %d", i, MaxQty, it.Qty)
+		}
+	}
+	return nil
+}
+
 // Store keeps shipments, at most one per order.
 type Store interface {
 	// Create stores sh unless the order already has a shipment, in which
@@ -54,13 +88,8 @@ func NewService(store Store, carrier *faults.Injector, settings *mode.Live) (*Se
 
 // CreateShipment books a shipment for an order.
 func (s *Service) CreateShipment(ctx context.Context, sh Shipment) (Shipment, error) {
-	switch {
-	case sh.OrderID == "":
-		return Shipment{}, apperr.New(apperr.Invalid, "order_id is required")
-	case sh.Address == "":
-		return Shipment{}, apperr.New(apperr.Invalid, "address is required")
-	case len(sh.Items) == 0:
-		return Shipment{}, apperr.New(apperr.Invalid, "a shipment needs at least one item")
+	if err := validate(sh); err != nil {
+		return Shipment{}, err
 	}
 	// The call to the carrier: lesson 7's degraded dependency.
 	if err := s.carrier.Work(ctx, "CreateShipment", s.settings.Load().Mechanisms.HonourCancel); err != nil {
@@ -75,8 +104,11 @@ func (s *Service) CreateShipment(ctx context.Context, sh Shipment) (Shipment, er
 
 // GetShipment returns one shipment.
 func (s *Service) GetShipment(ctx context.Context, id string) (Shipment, error) {
-	if id == "" {
+	switch {
+	case id == "":
 		return Shipment{}, apperr.New(apperr.Invalid, "shipment_id is required")
+	case len(id) > MaxIDBytes:
+		return Shipment{}, apperr.New(apperr.Invalid, "shipment_id is longer than %d characters", MaxIDBytes)
 	}
 	return s.store.Get(ctx, id)
 }

@@ -139,7 +139,7 @@ func TestCreateShipmentValidation(t *testing.T) {
 	}{
 		{"no order", func(s *shipping.Shipment) { s.OrderID = "" }, "order_id is required"},
 		{"no address", func(s *shipping.Shipment) { s.Address = "" }, "address is required"},
-		{"no items", func(s *shipping.Shipment) { s.Items = nil }, "at least one item"},
+		{"no items", func(s *shipping.Shipment) { s.Items = nil }, "1 to 50 items"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
