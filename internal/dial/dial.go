@@ -6,22 +6,37 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/stats"
 )
 
 // maxMessageBytes matches the servers' limit.
 const maxMessageBytes = 1 << 20
+
+// Options adjust a connection.
+type Options struct {
+	// Interceptors run on every unary call, first listed outermost: the
+	// caller's resilience policy.
+	Interceptors []grpc.UnaryClientInterceptor
+	// StatsHandler observes every call at the transport, after the
+	// interceptors: the tracing's client handler. Nil installs none.
+	StatsHandler stats.Handler
+}
 
 // Conn opens a client connection to target (host:port) and starts
 // connecting at once in the background, so the first request does not pay
 // for the handshake. A dependency that is not up yet is retried with
 // backoff, so services can start in any order. Traffic is plaintext: Mercado runs on loopback or a private
 // network; put TLS in front of it before exposing it anywhere else.
-func Conn(target string, interceptors ...grpc.UnaryClientInterceptor) (*grpc.ClientConn, error) {
-	cc, err := grpc.NewClient(target,
+func Conn(target string, o Options) (*grpc.ClientConn, error) {
+	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes), grpc.MaxCallSendMsgSize(maxMessageBytes)),
-		grpc.WithChainUnaryInterceptor(interceptors...),
-	)
+		grpc.WithChainUnaryInterceptor(o.Interceptors...),
+	}
+	if o.StatsHandler != nil {
+		opts = append(opts, grpc.WithStatsHandler(o.StatsHandler))
+	}
+	cc, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", target, err)
 	}

@@ -41,6 +41,8 @@ type OutboundOptions struct {
 	Cap      time.Duration
 	Settings *mode.Live
 	Metrics  *telemetry.Metrics
+	// Tracing gives each attempt a span; nil (or tracing off) gives none.
+	Tracing *telemetry.Tracing
 	// HopName names a method in Server-Timing; nil names every call Name.
 	HopName func(method string) string
 	// Shared is the naive mode's pool shared by every dependency of the
@@ -150,6 +152,12 @@ func (d *Outbound) build(s mode.Settings) {
 
 // Interceptor returns the gRPC client interceptor to dial the dependency
 // with.
+//
+// Each attempt gets a span of its own (see telemetry.Tracing.StartCall):
+// the interceptors run before the gRPC client span exists, so this span
+// is where the call's deadline, timeout and outcome are recorded, and it
+// also stands for the calls that never leave (breaker open, bulkhead
+// full, too little budget).
 func (d *Outbound) Interceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		p := d.policies.Load()
@@ -157,7 +165,9 @@ func (d *Outbound) Interceptor() grpc.UnaryClientInterceptor {
 		if d.o.Idempotent != nil && d.o.Idempotent(method) {
 			pol = p.idempotent
 		}
-		return pol.Do(ctx, func(ctx context.Context, _ int) error {
+		return pol.Do(ctx, func(ctx context.Context, attempt int) error {
+			ctx, span := d.o.Tracing.StartCall(ctx, d.o.HopName(method), attempt)
+			defer span.End()
 			return d.attempt(ctx, method, req, reply, cc, invoker, opts)
 		})
 	}
@@ -185,11 +195,12 @@ func (d *Outbound) attempt(ctx context.Context, method string, req, reply any, c
 	})
 	if errors.Is(err, breaker.ErrOpen) {
 		d.o.Metrics.Skipped(ctx, ReasonBreakerOpen)
-		d.record(ctx, method, timing.Hop{Outcome: ReasonBreakerOpen})
-		return retry.Permanent(&Rejection{
+		rej := &Rejection{
 			Code: codes.Unavailable, Reason: ReasonBreakerOpen, Err: err,
 			Message: fmt.Sprintf("%s: circuit breaker open, retry after %v", d.o.Name, d.breaker.RetryAfter().Round(time.Second)),
-		})
+		}
+		d.record(ctx, method, timing.Hop{Outcome: ReasonBreakerOpen}, rej)
+		return retry.Permanent(rej)
 	}
 	return err
 }
@@ -199,16 +210,18 @@ func (d *Outbound) reject(ctx context.Context, method, pool string, err error) e
 	if errors.Is(err, bulkhead.ErrFull) {
 		d.o.Metrics.Skipped(ctx, ReasonBulkheadFull)
 		d.o.Metrics.PoolRejected(ctx, pool)
-		d.record(ctx, method, timing.Hop{Outcome: ReasonBulkheadFull})
-		return retry.Permanent(&Rejection{
+		rej := &Rejection{
 			Code: codes.ResourceExhausted, Reason: ReasonBulkheadFull, Err: err,
 			Message: fmt.Sprintf("%s: bulkhead %q full", d.o.Name, pool),
-		})
+		}
+		d.record(ctx, method, timing.Hop{Outcome: ReasonBulkheadFull}, rej)
+		return retry.Permanent(rej)
 	}
 	// The budget ran out while waiting for a slot: queue wait counts.
-	d.record(ctx, method, timing.Hop{Outcome: string(deadline.OutcomeBudget)})
-	return &Rejection{Code: codes.DeadlineExceeded, Reason: ReasonExpiredAtDequeue, Err: err,
+	rej := &Rejection{Code: codes.DeadlineExceeded, Reason: ReasonExpiredAtDequeue, Err: err,
 		Message: fmt.Sprintf("%s: budget ran out waiting for a slot in %q", d.o.Name, pool)}
+	d.record(ctx, method, timing.Hop{Outcome: string(deadline.OutcomeBudget)}, rej)
+	return rej
 }
 
 // onCall records a call that reached pkg/deadline: made, or skipped for
@@ -219,10 +232,14 @@ func (d *Outbound) onCall(ctx context.Context, c deadline.CallInfo) {
 	} else {
 		d.o.Metrics.Hop(ctx, d.o.Name, c.Took, string(c.Outcome))
 	}
-	d.record(ctx, c.Method, timing.Hop{Timeout: c.Timeout, Took: c.Took, Outcome: string(c.Outcome)})
+	d.o.Tracing.CallDecided(ctx, d.o.Cap, c)
+	d.record(ctx, c.Method, timing.Hop{Timeout: c.Timeout, Took: c.Took, Outcome: string(c.Outcome)}, c.Err)
 }
 
-func (d *Outbound) record(ctx context.Context, method string, h timing.Hop) {
+// record ends one attempt with err: in the request's Server-Timing
+// record, and on the attempt's span.
+func (d *Outbound) record(ctx context.Context, method string, h timing.Hop, err error) {
+	d.o.Tracing.CallEnded(ctx, h.Outcome, err)
 	if rec := timing.FromContext(ctx); rec != nil {
 		h.Name = d.o.HopName(method)
 		rec.Add(h)

@@ -26,13 +26,15 @@ const MaxMessageBytes = 1 << 20
 // with the standard health service and
 // reflection, and its admin listener, and serves until ctx ends.
 //
-// Every request passes, in order: panic recovery; the deadline server
-// interceptor (passive client deadline, arrival metrics, and admission when
-// the settings turn it on); when the settings do not honour cancellation, a
-// detach step that lets the work run on after the caller gave up, as a
+// When the kit's tracing is on, every request (health checks aside) gets
+// a server span that continues the caller's trace. Every request passes,
+// in order: panic recovery; the deadline server interceptor (passive
+// client deadline, arrival metrics and span attributes, and admission when
+// the settings turn it on); when the settings do not honour cancellation,
+// a detach step that lets the work run on after the caller gave up, as a
 // naive server does; and a wait for a worker from the service's pool.
 func StartGRPC(ctx context.Context, k *Kit, register func(*grpc.Server)) (*Process, error) {
-	srv := grpc.NewServer(
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute}),
@@ -42,7 +44,14 @@ func StartGRPC(ctx context.Context, k *Kit, register func(*grpc.Server)) (*Proce
 			detachUnlessHonoured(k.Settings),
 			k.Inbound.UnaryServerInterceptor(),
 		),
-	)
+	}
+	// The server span starts at the transport, before the interceptors, so
+	// the deadline interceptor's arrival hook annotates it. With tracing
+	// off there is no handler at all.
+	if h := k.Tracing.GRPCServerHandler(); h != nil {
+		opts = append(opts, grpc.StatsHandler(h))
+	}
+	srv := grpc.NewServer(opts...)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
 	reflection.Register(srv)

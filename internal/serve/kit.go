@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
@@ -17,14 +18,18 @@ import (
 )
 
 // Kit is what every service is built from: the settings in force, its
-// simulated faults, its metrics, its inbound pools and its admin API.
+// simulated faults, its metrics and traces, its inbound pools and its
+// admin API.
 type Kit struct {
 	Name     string
 	Settings *mode.Live
 	Faults   *faults.Injector
 	Metrics  *telemetry.Metrics
-	Inbound  *resilience.Inbound
-	Log      *slog.Logger
+	// Tracing is the service's own tracer provider; off unless an OTLP
+	// endpoint is configured (see telemetry.NewTracing).
+	Tracing *telemetry.Tracing
+	Inbound *resilience.Inbound
+	Log     *slog.Logger
 	// Peers receive the gateway's fanned-out mode switches.
 	Peers []admin.Peer
 
@@ -82,29 +87,53 @@ type KitOptions struct {
 	Peers []admin.Peer
 }
 
+// TraceFlushTimeout bounds how long a stopping service waits to send the
+// spans it still holds.
+const TraceFlushTimeout = 5 * time.Second
+
 // NewKit builds a service's kit from its common configuration.
 func NewKit(name string, c Common, o KitOptions, log *slog.Logger) (*Kit, error) {
 	m, err := telemetry.New(name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: metrics: %w", name, err)
 	}
+	// Tracing comes from the OTEL_* environment alone. Building it does no
+	// I/O: the exporter connects on its first export.
+	tr, err := telemetry.NewTracing(context.Background(), name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	settings := mode.NewLive(c.Settings())
 	settings.OnSwitch(func(s mode.Settings) { m.ModeChange(context.Background(), string(s.Mode)) })
-	return &Kit{
-		Name: name, Settings: settings, Faults: faults.NewInjector(c.Faults), Metrics: m,
+	k := &Kit{
+		Name: name, Settings: settings, Faults: faults.NewInjector(c.Faults), Metrics: m, Tracing: tr,
 		Inbound: resilience.NewInbound(resilience.InboundOptions{
 			Service: name, Settings: settings, Metrics: m, Classes: o.Classes,
 			Workers: c.Resilience.Workers, ClassSize: c.Resilience.Bulkhead, MaxWait: c.Resilience.MaxWait,
 		}),
 		Log: log.With("service", name), Peers: o.Peers, common: c,
-	}, nil
+	}
+	// Registered first, so it runs last: the spans of the work drained and
+	// of whatever the other closers do are sent before the process exits.
+	k.OnClose(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), TraceFlushTimeout)
+		defer cancel()
+		if err := tr.Shutdown(ctx); err != nil {
+			k.Log.Warn("sending the last spans failed", "err", err)
+		}
+	})
+	// Registered early, so it runs after the database pool has closed:
+	// simulated work still blocked once the drain gave up ends, and can
+	// write nothing more, as in a process that exited.
+	k.OnClose(k.Faults.Halt)
+	return k, nil
 }
 
 // Outbound returns the resilience policy of one dependency, sized by the
 // service's configuration.
 func (k *Kit) Outbound(o resilience.OutboundOptions) *resilience.Outbound {
 	r := k.common.Resilience
-	o.Settings, o.Metrics = k.Settings, k.Metrics
+	o.Settings, o.Metrics, o.Tracing = k.Settings, k.Metrics, k.Tracing
 	o.Bulkhead.Capacity, o.Bulkhead.MaxWait = r.Bulkhead, r.MaxWait
 	o.Breaker.Window, o.Breaker.FailureRatio, o.Breaker.OpenFor = r.BreakerWindow, r.BreakerRatio, r.BreakerOpen
 	return resilience.NewOutbound(o)
@@ -118,14 +147,15 @@ func (k *Kit) AdminHandler() http.Handler {
 	})
 }
 
-// DeadlineHooks feed the metrics from pkg/deadline's server side: the
-// remaining budget on arrival, requests turned away on arrival, and work
-// finished after the client had given up.
+// DeadlineHooks feed the metrics and the request's server span from
+// pkg/deadline's server side: the remaining budget on arrival, requests
+// turned away on arrival, and work finished after the client had given up.
 func (k *Kit) DeadlineHooks() deadline.Hooks {
-	m := k.Metrics
+	m, tr := k.Metrics, k.Tracing
 	return deadline.Hooks{
 		OnArrival: func(ctx context.Context, a deadline.ArrivalInfo) {
 			m.Arrival(ctx, a.Method, a.Remaining, a.HasBudget)
+			tr.Arrival(ctx, a)
 			if a.Rejected {
 				reason := telemetry.ReasonExpiredOnArrival
 				if a.Reason == deadline.ReasonBelowFloor {
@@ -134,6 +164,9 @@ func (k *Kit) DeadlineHooks() deadline.Hooks {
 				m.Skipped(ctx, reason)
 			}
 		},
-		OnLate: func(ctx context.Context, l deadline.LateInfo) { m.Late(ctx, l.Method, l.Late) },
+		OnLate: func(ctx context.Context, l deadline.LateInfo) {
+			m.Late(ctx, l.Method, l.Late)
+			tr.Late(ctx, l.Late)
+		},
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"google.golang.org/grpc"
+
 	"github.com/mercado-lab/mercado/internal/dial"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/resilience"
@@ -45,17 +47,25 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	}
 	// Naive mode retries blind at this layer too (the retry storm);
 	// budgeted mode retries only in orders, one layer down.
-	ordersConn, err := dial.Conn(cfg.OrdersAddr, kit.Outbound(resilience.OutboundOptions{
-		Name: "orders", Cap: cfg.OrdersCap, NaiveRetries: true,
-	}).Interceptor())
+	ordersConn, err := dial.Conn(cfg.OrdersAddr, dial.Options{
+		Interceptors: []grpc.UnaryClientInterceptor{kit.Outbound(resilience.OutboundOptions{
+			Name: "orders", Cap: cfg.OrdersCap, NaiveRetries: true,
+		}).Interceptor()},
+		StatsHandler: kit.Tracing.GRPCClientHandler(),
+	})
 	if err != nil {
+		kit.Close()
 		return nil, err
 	}
-	catalogConn, err := dial.Conn(cfg.CatalogAddr, kit.Outbound(resilience.OutboundOptions{
-		Name: "catalog", Cap: cfg.CatalogCap, NaiveRetries: true,
-	}).Interceptor())
+	catalogConn, err := dial.Conn(cfg.CatalogAddr, dial.Options{
+		Interceptors: []grpc.UnaryClientInterceptor{kit.Outbound(resilience.OutboundOptions{
+			Name: "catalog", Cap: cfg.CatalogCap, NaiveRetries: true,
+		}).Interceptor()},
+		StatsHandler: kit.Tracing.GRPCClientHandler(),
+	})
 	if err != nil {
 		ordersConn.Close()
+		kit.Close()
 		return nil, err
 	}
 	s := &server{

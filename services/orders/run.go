@@ -42,7 +42,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		addr   string
 		policy *resilience.Outbound
 	}{{cfg.CatalogAddr, deps.catalog}, {cfg.PaymentsAddr, deps.payments}, {cfg.ShippingAddr, deps.shipping}} {
-		cc, err := dial.Conn(d.addr, d.policy.Interceptor())
+		cc, err := dial.Conn(d.addr, dial.Options{
+			Interceptors: []grpc.UnaryClientInterceptor{d.policy.Interceptor()},
+			StatsHandler: kit.Tracing.GRPCClientHandler(),
+		})
 		if err != nil {
 			kit.Close()
 			return nil, err
