@@ -6,18 +6,14 @@ import (
 )
 
 // StartHTTP starts k's HTTP service, serving h, and its admin listener and serves until
-// ctx ends. Shutdown stops accepting connections, closes idle ones, and
-// waits for requests in flight up to the drain timeout.
+// ctx ends. Stopping answers new requests 503 and refuses new
+// connections while requests in flight finish, up to the drain timeout
+// (see drainingHTTP).
 func StartHTTP(ctx context.Context, k *Kit, h http.Handler) (*Process, error) {
 	srv := NewHTTPServer(h)
 	return start(ctx, options{
 		name: k.Name, addr: k.common.Addr, adminAddr: k.common.AdminAddr,
 		drain: k.common.DrainTimeout, log: k.Log, admin: k.AdminHandler(), metrics: k.Metrics,
 		ready: k.ready, release: k.Close,
-	}, httpServer{srv})
+	}, drainHTTP(srv))
 }
-
-type httpServer struct{ *http.Server }
-
-func (s httpServer) Drain(ctx context.Context) error { return s.Shutdown(ctx) }
-func (s httpServer) Halt()                           { _ = s.Close() }

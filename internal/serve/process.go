@@ -6,8 +6,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mercado-lab/mercado/internal/problem"
 )
 
 // DefaultDrainTimeout bounds how long a stopping server waits for work in
@@ -60,7 +63,12 @@ type options struct {
 	metrics               interface{ Shutdown(context.Context) error }
 }
 
-// start listens on both addresses and serves until ctx ends.
+// start listens on both addresses and serves until ctx ends. Then it
+// stops in order: readiness fails first (/readyz answers 503, and onStop
+// runs: the gRPC health service says NOT_SERVING), so a load balancer
+// stops sending; the server drains (refusing new work, finishing work in
+// flight; see drainingHTTP and GracefulStop) for up to the drain timeout,
+// and is cut off past it; the admin listener closes last.
 func start(ctx context.Context, o options, srv server) (*Process, error) {
 	if o.release == nil {
 		o.release = func() {}
@@ -119,4 +127,132 @@ func start(ctx context.Context, o options, srv server) (*Process, error) {
 		log.Info("stopped", "drained_in", time.Since(start).Round(time.Millisecond).String())
 	}()
 	return p, nil
+}
+
+// DrainRetryAfter is the Retry-After of the 503 a draining HTTP server
+// answers: by then the load balancer has another replica to send the
+// retry to, and a restarted process is back within seconds.
+const DrainRetryAfter = time.Second
+
+// drainingHTTP is an HTTP server that stops in three steps, so that no
+// request is lost to a connection closed under it:
+//
+//  1. The gate closes: a request whose handler has not started yet is
+//     answered 503 problem+json with Retry-After and "Connection: close"
+//     (it reached this process on a connection opened before the drain;
+//     the close sends the client's next attempt to a new connection,
+//     which the load balancer gives to another replica). Handlers already
+//     running go on.
+//  2. The listener closes: a new connection is refused at once, before
+//     anything is sent, so any client may retry it safely elsewhere.
+//     Open keep-alive connections stay open meanwhile, and a request
+//     sent on one gets the 503 of step 1, not a reset.
+//  3. Once no handler runs any more, http.Server.Shutdown closes the
+//     connections, idle by then, and returns.
+//
+// (/readyz has answered 503 since before step 1: see start.)
+type drainingHTTP struct {
+	srv  *http.Server
+	gate gate
+
+	mu sync.Mutex
+	ln *onceCloseListener // nil until Serve
+}
+
+// drainHTTP wraps srv's handler in the drain gate.
+func drainHTTP(srv *http.Server) *drainingHTTP {
+	d := &drainingHTTP{srv: srv}
+	next := srv.Handler
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !d.gate.enter() {
+			w.Header().Set("Connection", "close")
+			problem.WriteRetry(w, r, http.StatusServiceUnavailable,
+				"the service is shutting down; retry the request", DrainRetryAfter)
+			return
+		}
+		defer d.gate.leave()
+		next.ServeHTTP(w, r)
+	})
+	return d
+}
+
+func (d *drainingHTTP) Serve(ln net.Listener) error {
+	l := &onceCloseListener{Listener: ln}
+	d.mu.Lock()
+	d.ln = l
+	d.mu.Unlock()
+	return d.srv.Serve(l)
+}
+
+func (d *drainingHTTP) Drain(ctx context.Context) error {
+	idle := d.gate.close()
+	d.mu.Lock()
+	if d.ln != nil {
+		_ = d.ln.Close()
+	}
+	d.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return d.srv.Shutdown(ctx)
+}
+
+func (d *drainingHTTP) Halt() { _ = d.srv.Close() }
+
+// gate counts the handlers running and, once closed, admits no more.
+// (A sync.WaitGroup cannot: its Add may not race its Wait.)
+type gate struct {
+	mu     sync.Mutex
+	closed bool
+	active int
+	idle   chan struct{} // made by close; closed when closed and active == 0
+}
+
+// enter admits one handler, unless the gate is closed.
+func (g *gate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.active++
+	return true
+}
+
+// leave is called by an admitted handler when it returns.
+func (g *gate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.active--
+	if g.closed && g.active == 0 {
+		close(g.idle)
+	}
+}
+
+// close admits no more handlers and returns a channel closed once every
+// admitted one has returned. Call it once.
+func (g *gate) close() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed, g.idle = true, make(chan struct{})
+	if g.active == 0 {
+		close(g.idle)
+	}
+	return g.idle
+}
+
+// onceCloseListener lets the drain close the listener before
+// http.Server.Shutdown closes it again: the second Close does nothing
+// and, above all, returns no error, which Shutdown would report.
+type onceCloseListener struct {
+	net.Listener
+	once sync.Once
+	err  error
+}
+
+func (l *onceCloseListener) Close() error {
+	l.once.Do(func() { l.err = l.Listener.Close() })
+	return l.err
 }

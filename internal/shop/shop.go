@@ -109,10 +109,13 @@ func (c *Config) Faults() map[string]*faults.Set {
 type Shop struct {
 	Gateway, Orders, Catalog, Payments, Shipping *serve.Process
 
-	cancel context.CancelFunc
+	ctx     context.Context // ends when the shop is told to stop
+	cancel  context.CancelFunc
+	stopped chan struct{} // closed once the staged stop has run
 }
 
-// Stop shuts every service down gracefully and waits for them.
+// Stop shuts every service down gracefully, edge first, and waits for
+// them.
 func (s *Shop) Stop() error {
 	s.cancel()
 	return s.Wait()
@@ -134,50 +137,86 @@ func (s *Shop) Wait() error {
 			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
 		}
 	}
+	if s.ctx.Err() != nil {
+		<-s.stopped
+	}
 	return errors.Join(errs...)
 }
 
+// stopInStages stops the services once ctx ends, one tier at a time from
+// the edge in: the gateway drains while orders still serves it, orders
+// while the leaves still serve it. Stopped all at once, a checkout the
+// gateway accepted before the stop would fail at a leaf already gone; in
+// a deployment the services stop apart, so work drains the same way.
+func (s *Shop) stopInStages(tiers [][]stage) {
+	defer close(s.stopped)
+	<-s.ctx.Done()
+	for _, tier := range tiers {
+		for _, st := range tier {
+			st.cancel()
+		}
+		for _, st := range tier {
+			<-st.p.Done()
+		}
+	}
+}
+
+// stage is one service and what stops it.
+type stage struct {
+	p      *serve.Process
+	cancel context.CancelFunc
+}
+
 // Start starts the leaves first (catalog, payments, shipping), then orders
-// pointed at them, then the gateway, and serves until ctx ends. If a
-// service fails to start, those already started are stopped.
+// pointed at them, then the gateway, and serves until ctx ends; then it
+// stops them in the reverse order (see stopInStages). If a service fails
+// to start, those already started are stopped.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Shop, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	s := Shop{cancel: cancel}
-	started := []*serve.Process{}
-	fail := func(name string, err error) (*Shop, error) {
-		cancel()
-		for _, p := range started {
-			_ = p.Wait()
+	s := Shop{ctx: ctx, cancel: cancel, stopped: make(chan struct{})}
+	var started []stage
+	// run starts one service under a context of its own, which keeps
+	// ctx's values but is ended by the staged stop rather than by ctx.
+	run := func(name string, start func(context.Context) (*serve.Process, error)) (*serve.Process, error) {
+		svcCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		p, err := start(svcCtx)
+		if err != nil {
+			stop()
+			cancel()
+			for _, st := range started {
+				st.cancel()
+				_ = st.p.Wait()
+			}
+			return nil, fmt.Errorf("starting %s: %w", name, err)
 		}
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+		started = append(started, stage{p: p, cancel: stop})
+		return p, nil
 	}
 	var err error
-	if s.Catalog, err = catalog.Start(ctx, cfg.Catalog, log); err != nil {
-		return fail("catalog", err)
+	if s.Catalog, err = run("catalog", func(c context.Context) (*serve.Process, error) { return catalog.Start(c, cfg.Catalog, log) }); err != nil {
+		return nil, err
 	}
-	started = append(started, s.Catalog)
-	if s.Payments, err = payments.Start(ctx, cfg.Payments, log); err != nil {
-		return fail("payments", err)
+	if s.Payments, err = run("payments", func(c context.Context) (*serve.Process, error) { return payments.Start(c, cfg.Payments, log) }); err != nil {
+		return nil, err
 	}
-	started = append(started, s.Payments)
-	if s.Shipping, err = shipping.Start(ctx, cfg.Shipping, log); err != nil {
-		return fail("shipping", err)
+	if s.Shipping, err = run("shipping", func(c context.Context) (*serve.Process, error) { return shipping.Start(c, cfg.Shipping, log) }); err != nil {
+		return nil, err
 	}
-	started = append(started, s.Shipping)
 
 	cfg.Orders.CatalogAddr, cfg.Orders.PaymentsAddr, cfg.Orders.ShippingAddr = s.Catalog.Addr, s.Payments.Addr, s.Shipping.Addr
-	if s.Orders, err = orders.Start(ctx, cfg.Orders, log); err != nil {
-		return fail("orders", err)
+	if s.Orders, err = run("orders", func(c context.Context) (*serve.Process, error) { return orders.Start(c, cfg.Orders, log) }); err != nil {
+		return nil, err
 	}
-	started = append(started, s.Orders)
 
 	cfg.Gateway.OrdersAddr, cfg.Gateway.CatalogAddr = s.Orders.Addr, s.Catalog.Addr
 	cfg.Gateway.AdminPeers = nil
 	for _, p := range []*serve.Process{s.Orders, s.Catalog, s.Payments, s.Shipping} {
 		cfg.Gateway.AdminPeers = append(cfg.Gateway.AdminPeers, admin.Peer{Name: p.Name, URL: "http://" + p.AdminAddr})
 	}
-	if s.Gateway, err = gateway.Start(ctx, cfg.Gateway, log); err != nil {
-		return fail("gateway", err)
+	if s.Gateway, err = run("gateway", func(c context.Context) (*serve.Process, error) { return gateway.Start(c, cfg.Gateway, log) }); err != nil {
+		return nil, err
 	}
+	// started is leaves, orders, gateway: stopped the other way round.
+	go s.stopInStages([][]stage{started[4:], started[3:4], started[:3]})
 	return &s, nil
 }
