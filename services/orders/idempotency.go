@@ -54,6 +54,10 @@ type KeyRecord struct {
 	Response   []byte
 	LeaseUntil time.Time
 	CreatedAt  time.Time
+	// TakenOver reports a claim that took the key from a holder whose
+	// lease ran out with no answer: that holder may have left an order
+	// behind (see resume in reconcile.go).
+	TakenOver bool
 }
 
 // Idempotency timings: a lease longer than any budget the edge allows, so
@@ -124,9 +128,23 @@ func (s *Service) placeOnce(ctx context.Context, req PlaceRequest) (Order, error
 		return a.Order, nil
 	}
 
+	if rec.TakenOver {
+		// The key's last holder vanished without an answer — its process
+		// died, or lost its database — and may have left an order behind.
+		if o, done, err := s.resume(ctx, req.IdempotencyKey); done || err != nil {
+			return o, err
+		}
+	}
+
 	o, err := s.place(ctx, req)
 	bctx, cancel := bookkeeping(ctx)
 	defer cancel()
+	if errors.Is(err, errUnrecorded) {
+		// The order is in the store, pending, perhaps charged: keep the
+		// key held, so a retry waits (409) rather than charging again,
+		// until the sweeper settles the order and answers the key.
+		return Order{}, err
+	}
 	if err != nil && o.ChargeID == "" {
 		// Nothing was charged: the order failed and its stock is back.
 		// Let the client's retry try again.

@@ -28,7 +28,7 @@ func (m *MemKeys) Claim(ctx context.Context, key, hash string, now, leaseUntil t
 	if ok && (rec.Completed || now.Before(rec.LeaseUntil) || rec.RequestHash != hash) {
 		return rec, false, nil
 	}
-	rec = KeyRecord{Key: key, RequestHash: hash, LeaseUntil: leaseUntil, CreatedAt: now}
+	rec = KeyRecord{Key: key, RequestHash: hash, LeaseUntil: leaseUntil, CreatedAt: now, TakenOver: ok}
 	m.keys[key] = rec
 	return rec, true, nil
 }

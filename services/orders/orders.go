@@ -53,6 +53,12 @@ type Order struct {
 	ShipmentStatus string
 	// RequestID names the client's logical checkout.
 	RequestID string
+	// IdempotencyKey is the key the order was placed under, if any: the
+	// sweeper answers it once it settles an abandoned order.
+	IdempotencyKey string
+	// StockHeld marks a failed order whose stock catalog could not take
+	// back when it failed; a worker gives it back (reconcile.go).
+	StockHeld bool
 	// Failure says why a failed order failed.
 	Failure   string
 	CreatedAt time.Time
@@ -73,6 +79,9 @@ const (
 	MaxItems     = 50
 	MaxQty       = 1000
 	MaxTextBytes = 500
+	MaxSKUBytes  = 64
+	// MaxKeyBytes bounds an Idempotency-Key and a request id.
+	MaxKeyBytes = 255
 )
 
 // Validate reports what is wrong with r, if anything.
@@ -84,10 +93,14 @@ func (r PlaceRequest) Validate() error {
 		return apperr.New(apperr.Invalid, "address must be 1 to %d bytes", MaxTextBytes)
 	case len(r.Items) == 0 || len(r.Items) > MaxItems:
 		return apperr.New(apperr.Invalid, "an order needs 1 to %d items, got %d", MaxItems, len(r.Items))
+	case len(r.IdempotencyKey) > MaxKeyBytes:
+		return apperr.New(apperr.Invalid, "idempotency_key is longer than %d characters", MaxKeyBytes)
+	case len(r.RequestID) > MaxKeyBytes:
+		return apperr.New(apperr.Invalid, "request_id is longer than %d characters", MaxKeyBytes)
 	}
 	for i, it := range r.Items {
-		if it.SKU == "" {
-			return apperr.New(apperr.Invalid, "items[%d].sku is required", i)
+		if it.SKU == "" || len(it.SKU) > MaxSKUBytes {
+			return apperr.New(apperr.Invalid, "items[%d].sku must be 1 to %d characters", i, MaxSKUBytes)
 		}
 		if it.Qty < 1 || it.Qty > MaxQty {
 			return apperr.New(apperr.Invalid, "items[%d].qty must be 1 to %d, got %d", i, MaxQty, it.Qty)
@@ -103,6 +116,8 @@ type Store interface {
 	Get(ctx context.Context, id string) (Order, error)
 	// List returns orders matching f, least recently updated first.
 	List(ctx context.Context, f Filter) ([]Order, error)
+	// ByIdempotencyKey returns the orders placed under key, newest first.
+	ByIdempotencyKey(ctx context.Context, key string) ([]Order, error)
 }
 
 // Filter selects orders for the background workers.
@@ -112,7 +127,9 @@ type Filter struct {
 	ShipmentStatus string
 	// UpdatedBefore keeps orders last updated before it.
 	UpdatedBefore time.Time
-	Limit         int
+	// StockHeld keeps only orders whose stock is still to be given back.
+	StockHeld bool
+	Limit     int
 }
 
 // Catalog reserves and releases stock.

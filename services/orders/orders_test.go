@@ -124,7 +124,21 @@ func (s *fakeStore) List(ctx context.Context, f orders.Filter) ([]orders.Order, 
 	return out, nil
 }
 
+func (s *fakeStore) ByIdempotencyKey(ctx context.Context, key string) ([]orders.Order, error) {
+	s.log.add("store.ByIdempotencyKey")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []orders.Order
+	for _, o := range s.orders {
+		if key != "" && o.IdempotencyKey == key {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
 // all returns every stored order.
+
 func (s *fakeStore) all() []orders.Order {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -28,11 +28,13 @@ func NewPGKeys(pool *pgxpool.Pool) (*PGKeys, error) {
 	return &PGKeys{pool: pool}, nil
 }
 
-const keyColumns = `key, request_hash, completed, response, lease_until, created_at`
+const keyColumns = `key, request_hash, completed, response, lease_until, created_at, holders`
 
 func scanKey(row pgx.Row) (KeyRecord, error) {
 	var r KeyRecord
-	err := row.Scan(&r.Key, &r.RequestHash, &r.Completed, &r.Response, &r.LeaseUntil, &r.CreatedAt)
+	var holders int
+	err := row.Scan(&r.Key, &r.RequestHash, &r.Completed, &r.Response, &r.LeaseUntil, &r.CreatedAt, &holders)
+	r.TakenOver = holders > 1
 	return r, err
 }
 
@@ -54,7 +56,7 @@ func (k *PGKeys) Claim(ctx context.Context, key, hash string, now, leaseUntil ti
 			VALUES ($1, $2, $4, $3)
 			ON CONFLICT (key) DO UPDATE
 				SET request_hash = excluded.request_hash, completed = false, response = NULL,
-				    lease_until = excluded.lease_until, created_at = excluded.created_at
+				    lease_until = excluded.lease_until, created_at = excluded.created_at, holders = k.holders + 1
 				WHERE NOT k.completed AND k.lease_until <= $3 AND k.request_hash = excluded.request_hash
 			RETURNING `+keyColumns, key, hash, now, leaseUntil))
 		switch {

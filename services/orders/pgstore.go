@@ -52,7 +52,7 @@ func NewPGStore(pool *pgxpool.Pool) (*PGStore, error) {
 }
 
 const orderColumns = `id, status, customer, items, address, payment_key, reservation_id, total_cents,
-	charge_id, shipment_id, shipment_status, request_id, failure, created_at, updated_at`
+	charge_id, shipment_id, shipment_status, request_id, failure, created_at, updated_at, idempotency_key, stock_held`
 
 // orderArgs are o's fields in orderColumns' order.
 func orderArgs(o Order) []any {
@@ -61,13 +61,13 @@ func orderArgs(o Order) []any {
 		items = []Item{} // JSON [] rather than null
 	}
 	return []any{o.ID, o.Status, o.Customer, items, o.Address, o.PaymentKey, o.ReservationID, o.TotalCents,
-		o.ChargeID, o.ShipmentID, o.ShipmentStatus, o.RequestID, o.Failure, o.CreatedAt, o.UpdatedAt}
+		o.ChargeID, o.ShipmentID, o.ShipmentStatus, o.RequestID, o.Failure, o.CreatedAt, o.UpdatedAt, o.IdempotencyKey, o.StockHeld}
 }
 
 func scanOrder(row pgx.Row) (Order, error) {
 	var o Order
 	err := row.Scan(&o.ID, &o.Status, &o.Customer, &o.Items, &o.Address, &o.PaymentKey, &o.ReservationID, &o.TotalCents,
-		&o.ChargeID, &o.ShipmentID, &o.ShipmentStatus, &o.RequestID, &o.Failure, &o.CreatedAt, &o.UpdatedAt)
+		&o.ChargeID, &o.ShipmentID, &o.ShipmentStatus, &o.RequestID, &o.Failure, &o.CreatedAt, &o.UpdatedAt, &o.IdempotencyKey, &o.StockHeld)
 	return o, err
 }
 
@@ -75,7 +75,7 @@ func scanOrder(row pgx.Row) (Order, error) {
 func (s *PGStore) Create(ctx context.Context, o Order) error {
 	tag, err := s.pool.Exec(ctx, `
 		INSERT INTO orders.orders (`+orderColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 		ON CONFLICT (id) DO NOTHING`, orderArgs(o)...)
 	switch {
 	case err != nil:
@@ -90,7 +90,7 @@ func (s *PGStore) Create(ctx context.Context, o Order) error {
 func (s *PGStore) Update(ctx context.Context, o Order) error {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE orders.orders SET (`+orderColumns+`) =
-			($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 		WHERE id = $1`, orderArgs(o)...)
 	switch {
 	case err != nil:
@@ -128,14 +128,31 @@ func (s *PGStore) List(ctx context.Context, f Filter) ([]Order, error) {
 		WHERE status = $1
 		  AND ($2 = '' OR shipment_status = $2)
 		  AND ($3::timestamptz IS NULL OR updated_at < $3)
+		  AND (NOT $5 OR stock_held)
 		ORDER BY updated_at, id
-		LIMIT $4`, f.Status, f.ShipmentStatus, before, limit)
+		LIMIT $4`, f.Status, f.ShipmentStatus, before, limit, f.StockHeld)
 	if err != nil {
 		return nil, postgres.Error(err, "listing orders")
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) { return scanOrder(r) })
 	if err != nil {
 		return nil, postgres.Error(err, "listing orders")
+	}
+	return out, nil
+}
+
+// ByIdempotencyKey implements Store.
+func (s *PGStore) ByIdempotencyKey(ctx context.Context, key string) ([]Order, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+orderColumns+` FROM orders.orders
+		WHERE idempotency_key = $1 AND idempotency_key <> ''
+		ORDER BY created_at DESC, id`, key)
+	if err != nil {
+		return nil, postgres.Error(err, "finding the orders of an idempotency key")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) { return scanOrder(r) })
+	if err != nil {
+		return nil, postgres.Error(err, "finding the orders of an idempotency key")
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package orders
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -71,6 +72,7 @@ func (s *Service) PlaceOrder(ctx context.Context, req PlaceRequest) (Order, erro
 		return Order{}, err
 	}
 	if req.IdempotencyKey == "" || !s.settings.Load().Mechanisms.Idempotency {
+		req.IdempotencyKey = "" // not kept: the order is not placed under it
 		return s.place(ctx, req)
 	}
 	return s.placeOnce(ctx, req)
@@ -91,7 +93,8 @@ func (s *Service) place(ctx context.Context, req PlaceRequest) (Order, error) {
 	now := s.now()
 	o := Order{
 		ID: newID("ord"), Status: StatusPending, Customer: req.Customer,
-		Items: req.Items, Address: req.Address, RequestID: req.RequestID, CreatedAt: now, UpdatedAt: now,
+		Items: req.Items, Address: req.Address, RequestID: req.RequestID, IdempotencyKey: req.IdempotencyKey,
+		CreatedAt: now, UpdatedAt: now,
 	}
 	o.PaymentKey = "pay_" + o.ID
 	if err := s.store.Create(ctx, o); err != nil {
@@ -100,6 +103,9 @@ func (s *Service) place(ctx context.Context, req PlaceRequest) (Order, error) {
 
 	res, err := s.catalog.Reserve(ctx, o.ID, o.Items)
 	if err != nil {
+		// No answer is not no reservation: catalog may have taken the
+		// stock before the answer was lost. The worker finds out.
+		o.StockHeld = transient(err)
 		return s.fail(ctx, o, apperr.FromGRPC(err, "reserving stock"))
 	}
 	o.ReservationID, o.Items, o.TotalCents = res.ID, res.Items, res.TotalCents
@@ -136,17 +142,23 @@ func (s *Service) ship(ctx context.Context, o Order) (Order, error) {
 	return s.save(ctx, o)
 }
 
-// save records o, whatever is left of the request's budget.
+// save records o, whatever is left of the request's budget. When the
+// store fails, the order stays pending in the store with its stock held
+// and perhaps its money taken: the error wraps errUnrecorded, and the
+// sweeper settles the order later (reconcile.go).
 func (s *Service) save(ctx context.Context, o Order) (Order, error) {
 	bctx, cancel := bookkeeping(ctx)
 	defer cancel()
 	s.finish(bctx)
 	o.UpdatedAt = s.now()
 	if err := s.store.Update(bctx, o); err != nil {
-		return Order{}, err
+		return Order{}, fmt.Errorf("%w: %w", errUnrecorded, err)
 	}
 	return o, nil
 }
+
+// errUnrecorded marks a checkout whose outcome could not be recorded.
+var errUnrecorded = errors.New("the order's outcome could not be recorded")
 
 // finish does the simulated work of a checkout's final write, recorded as
 // the "finish" hop.
@@ -181,6 +193,9 @@ func (s *Service) fail(ctx context.Context, o Order, cause error) (Order, error)
 	o.Status, o.Failure, o.UpdatedAt = StatusFailed, cause.Error(), s.now()
 	if o.ReservationID != "" {
 		if err := s.catalog.Release(bctx, o.ReservationID); err != nil {
+			// Recorded, the order keeps its reservation until the
+			// worker gives the stock back (ReleaseHeldStock).
+			o.StockHeld = true
 			s.log.Error("releasing stock of a failed order", "order_id", o.ID, "reservation_id", o.ReservationID, "err", err)
 		}
 	}

@@ -30,6 +30,8 @@ func testStore(t *testing.T, newStore newStoreFunc) {
 		{"CreateAndGet", contractCreateAndGet},
 		{"Update", contractUpdate},
 		{"List", contractList},
+		{"ListFollowsUpdates", contractListFollowsUpdates},
+		{"ByIdempotencyKey", contractByIdempotencyKey},
 		{"CreateConcurrent", contractCreateConcurrent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,6 +192,76 @@ func contractList(t *testing.T, newStore newStoreFunc) {
 		return o
 	}()) {
 		t.Errorf("List returns %+v, %v; want order c2 whole", got, err)
+	}
+}
+
+// An order a query found under its old status is found under its new one
+// after an update, and only there; StockHeld narrows a status.
+func contractListFollowsUpdates(t *testing.T, newStore newStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t)
+	o := storeOrder("o1", orders.StatusPending, storeClock)
+	o.ShipmentStatus = ""
+	if err := s.Create(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	count := func(f orders.Filter) int {
+		t.Helper()
+		got, err := s.List(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got)
+	}
+	if n := count(orders.Filter{Status: orders.StatusPending}); n != 1 {
+		t.Fatalf("pending orders = %d, want 1", n)
+	}
+	o.Status, o.StockHeld, o.UpdatedAt = orders.StatusFailed, true, storeClock.Add(time.Second)
+	if err := s.Update(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(orders.Filter{Status: orders.StatusPending}); n != 0 {
+		t.Errorf("pending orders after the update = %d, want 0", n)
+	}
+	if n := count(orders.Filter{Status: orders.StatusFailed, StockHeld: true}); n != 1 {
+		t.Errorf("failed orders holding stock = %d, want 1", n)
+	}
+	o.StockHeld = false
+	if err := s.Update(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(orders.Filter{Status: orders.StatusFailed, StockHeld: true}); n != 0 {
+		t.Errorf("failed orders holding stock after release = %d, want 0", n)
+	}
+	if n := count(orders.Filter{Status: orders.StatusFailed}); n != 1 {
+		t.Errorf("failed orders = %d, want 1", n)
+	}
+}
+
+// ByIdempotencyKey finds every order placed under a key, newest first,
+// and nothing for an empty or unknown key.
+func contractByIdempotencyKey(t *testing.T, newStore newStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t)
+	for i, id := range []string{"k1-old", "k1-new", "k2"} {
+		o := storeOrder(id, orders.StatusConfirmed, storeClock)
+		o.CreatedAt = storeClock.Add(time.Duration(i) * time.Second)
+		o.IdempotencyKey = "key-1"
+		if id == "k2" {
+			o.IdempotencyKey = "key-2"
+		}
+		if err := s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.ByIdempotencyKey(ctx, "key-1")
+	if err != nil || len(got) != 2 || got[0].ID != "k1-new" || got[1].ID != "k1-old" {
+		t.Errorf("ByIdempotencyKey(key-1) = %+v, %v; want k1-new, k1-old", got, err)
+	}
+	for _, key := range []string{"", "key-none"} {
+		if got, err := s.ByIdempotencyKey(ctx, key); err != nil || len(got) != 0 {
+			t.Errorf("ByIdempotencyKey(%q) = %+v, %v; want nothing", key, got, err)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
@@ -56,6 +57,9 @@ type Store interface {
 	Settle(ctx context.Context, key, status string) (Charge, error)
 	GetByKey(ctx context.Context, key string) (Charge, error)
 	Stats(ctx context.Context) (Stats, error)
+	// Pending returns up to limit (0: no limit) charges still pending
+	// that were created before before, oldest first.
+	Pending(ctx context.Context, before time.Time, limit int) ([]Charge, error)
 }
 
 // pspTimeout bounds the provider's own work on one charge.
@@ -67,6 +71,10 @@ type Service struct {
 	psp      *faults.Injector
 	settings *mode.Live
 	now      func() time.Time
+
+	// asking holds the payment keys this process is asking the provider
+	// about, so that ResendPending leaves them alone.
+	asking sync.Map
 }
 
 // NewService returns a Service over store, with psp simulating the
@@ -78,17 +86,41 @@ func NewService(store Store, psp *faults.Injector, settings *mode.Live) (*Servic
 	return &Service{store: store, psp: psp, settings: settings, now: time.Now}, nil
 }
 
-// Validate reports what is wrong with a charge request.
+// Limits on a charge request: the length of a payment key or request id
+// (an Idempotency-Key's length), of an order id, and of a customer.
+const (
+	MaxKeyBytes      = 255
+	MaxOrderIDBytes  = 64
+	MaxCustomerBytes = 500
+)
+
+// validate reports what is wrong with a charge request.
 func validate(c Charge) error {
+	if err := checkKey(c.PaymentKey); err != nil {
+		return err
+	}
 	switch {
-	case c.PaymentKey == "":
-		return apperr.New(apperr.Invalid, "payment_key is required")
-	case len(c.PaymentKey) > 255:
-		return apperr.New(apperr.Invalid, "payment_key is longer than 255 characters")
 	case c.OrderID == "":
 		return apperr.New(apperr.Invalid, "order_id is required")
+	case len(c.OrderID) > MaxOrderIDBytes:
+		return apperr.New(apperr.Invalid, "order_id is longer than %d characters", MaxOrderIDBytes)
+	case len(c.Customer) > MaxCustomerBytes:
+		return apperr.New(apperr.Invalid, "customer is longer than %d bytes", MaxCustomerBytes)
+	case len(c.RequestID) > MaxKeyBytes:
+		return apperr.New(apperr.Invalid, "request_id is longer than %d characters", MaxKeyBytes)
 	case c.AmountCents <= 0:
 		return apperr.New(apperr.Invalid, "amount_cents must be positive, got %d", c.AmountCents)
+	}
+	return nil
+}
+
+// checkKey reports a payment key that is missing or too long.
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return apperr.New(apperr.Invalid, "payment_key is required")
+	case len(key) > MaxKeyBytes:
+		return apperr.New(apperr.Invalid, "payment_key is longer than %d characters", MaxKeyBytes)
 	}
 	return nil
 }
@@ -113,6 +145,7 @@ func (s *Service) CreateCharge(ctx context.Context, c Charge) (Charge, error) {
 		return stored, err
 	}
 	done := make(chan result, 1)
+	s.asking.Store(stored.PaymentKey, true)
 	go s.charge(context.WithoutCancel(ctx), stored, done)
 	if !s.settings.Load().Mechanisms.HonourCancel {
 		r := <-done
@@ -133,6 +166,7 @@ type result struct {
 
 // charge asks the provider and records its answer.
 func (s *Service) charge(ctx context.Context, c Charge, done chan<- result) {
+	defer s.asking.Delete(c.PaymentKey)
 	ctx, cancel := context.WithTimeout(ctx, pspTimeout)
 	defer cancel()
 	status := StatusSucceeded
@@ -153,8 +187,8 @@ func (s *Service) charge(ctx context.Context, c Charge, done chan<- result) {
 
 // GetCharge returns the charge made under paymentKey.
 func (s *Service) GetCharge(ctx context.Context, paymentKey string) (Charge, error) {
-	if paymentKey == "" {
-		return Charge{}, apperr.New(apperr.Invalid, "payment_key is required")
+	if err := checkKey(paymentKey); err != nil {
+		return Charge{}, err
 	}
 	return s.store.GetByKey(ctx, paymentKey)
 }
@@ -162,8 +196,8 @@ func (s *Service) GetCharge(ctx context.Context, paymentKey string) (Charge, err
 // VoidCharge makes sure nothing will ever be charged under paymentKey: a
 // key never claimed is stored as failed; a claimed one is returned as it is.
 func (s *Service) VoidCharge(ctx context.Context, paymentKey string) (Charge, error) {
-	if paymentKey == "" {
-		return Charge{}, apperr.New(apperr.Invalid, "payment_key is required")
+	if err := checkKey(paymentKey); err != nil {
+		return Charge{}, err
 	}
 	stored, _, err := s.store.Claim(ctx, Charge{PaymentKey: paymentKey, Status: StatusFailed, CreatedAt: s.now()})
 	return stored, err

@@ -11,6 +11,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -126,4 +127,20 @@ func (s *PGStore) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, postgres.Error(err, "counting charges")
 	}
 	return st, nil
+}
+
+// Pending implements Store.
+func (s *PGStore) Pending(ctx context.Context, before time.Time, limit int) ([]Charge, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+chargeColumns+` FROM payments.charges
+		WHERE status = 'pending' AND created_at < $1
+		ORDER BY created_at LIMIT NULLIF($2, 0)`, before, limit)
+	if err != nil {
+		return nil, postgres.Error(err, "listing pending charges")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Charge, error) { return scanCharge(r) })
+	if err != nil {
+		return nil, postgres.Error(err, "listing pending charges")
+	}
+	return out, nil
 }

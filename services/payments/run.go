@@ -37,5 +37,15 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		kit.Close()
 		return nil, err
 	}
+	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		svc.RunWorkers(workers, kit.Log)
+	}()
+	kit.OnClose(func() {
+		stopWorkers()
+		<-stopped
+	})
 	return serve.StartGRPC(ctx, kit, func(s *grpc.Server) { paymentsv1.RegisterPaymentsServiceServer(s, grpcServer{svc: svc}) })
 }

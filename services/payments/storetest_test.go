@@ -3,6 +3,7 @@ package payments_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ func testStore(t *testing.T, newStore newStoreFunc) {
 		{"ClaimAndGet", contractClaimAndGet},
 		{"Settle", contractSettle},
 		{"Stats", contractStats},
+		{"Pending", contractPending},
 		{"ClaimConcurrent", contractClaimConcurrent},
 		{"SettleConcurrent", contractSettleConcurrent},
 	} {
@@ -149,6 +151,54 @@ func contractStats(t *testing.T, newStore newStoreFunc) {
 	want := payments.Stats{Charges: 7, Succeeded: 5, RequestIDs: 2, Duplicates: 2}
 	if st, err := s.Stats(ctx); err != nil || st != want {
 		t.Errorf("Stats = %+v, %v; want %+v", st, err, want)
+	}
+}
+
+// Pending lists the charges still pending that were created before a
+// time, oldest first, at most limit of them; a settled charge leaves it.
+func contractPending(t *testing.T, newStore newStoreFunc) {
+	ctx := context.Background()
+	s := newStore(t)
+	base := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
+	for i, key := range []string{"old-2", "old-1", "settled", "young"} {
+		c := storeCharge(key, "req_"+key)
+		c.CreatedAt = base.Add(time.Duration(i) * time.Second)
+		if key == "old-1" {
+			c.CreatedAt = base.Add(-time.Second)
+		}
+		if key == "young" {
+			c.CreatedAt = time.Now()
+		}
+		if _, _, err := s.Claim(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Settle(ctx, "settled", payments.StatusSucceeded); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(limit int) []string {
+		t.Helper()
+		got, err := s.Pending(ctx, base.Add(30*time.Second), limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range got {
+			out = append(out, c.PaymentKey)
+		}
+		return out
+	}
+	if got := keys(0); !slices.Equal(got, []string{"old-1", "old-2"}) {
+		t.Errorf("Pending = %v, want old-1, old-2", got)
+	}
+	if got := keys(1); !slices.Equal(got, []string{"old-1"}) {
+		t.Errorf("Pending with limit 1 = %v, want old-1", got)
+	}
+	if _, err := s.Settle(ctx, "old-1", payments.StatusFailed); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(0); !slices.Equal(got, []string{"old-2"}) {
+		t.Errorf("Pending after settling old-1 = %v, want old-2", got)
 	}
 }
 
