@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestWaterfall replays the 800 ms create-order: payment is clipped below
@@ -13,6 +14,10 @@ import (
 // processing within the budget, and the order settles afterwards.
 func TestWaterfall(t *testing.T) {
 	cfg := DefaultWaterfall()
+	// The lesson's final write takes 75 ms of the 80 ms orders keeps for
+	// it: 5 ms of slack, which a race-instrumented build on a busy
+	// machine can spend. The test keeps more; the lab keeps the lesson's.
+	cfg.Cleanup = 40 * time.Millisecond
 	res, err := Waterfall(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
