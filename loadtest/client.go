@@ -16,13 +16,16 @@ const headerAttempts = "Mercado-Client-Attempts"
 
 // retryTransport is a client that tries again — the same request, so the
 // same Idempotency-Key — when the answer says "not now" (502, 503, 504,
-// 429) or none came, up to retries more times, waiting a jittered backoff
-// between tries. Every try comes out of the client's one timeout: the
-// client's patience covers them all, as a real app's does.
+// 429) or none came (within perTry, when set), up to retries more times,
+// waiting a jittered backoff between tries. Every try comes out of the
+// client's one timeout: its patience covers them all, as a real app's does.
 type retryTransport struct {
 	base    http.RoundTripper
 	retries int
 	backoff time.Duration
+	// perTry, when set, is how long the client waits for one try before
+	// giving it up and trying again.
+	perTry time.Duration
 }
 
 func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -38,13 +41,24 @@ func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				try.Body = body
 			}
 		}
+		cancel := context.CancelFunc(func() {})
+		if t.perTry > 0 {
+			var ctx context.Context
+			ctx, cancel = context.WithTimeout(req.Context(), t.perTry)
+			try = try.WithContext(ctx)
+		}
 		resp, err := t.base.RoundTrip(try)
 		if attempt > t.retries || !retryable(resp, err) || req.Context().Err() != nil {
 			if resp != nil {
 				resp.Header.Set(headerAttempts, strconv.Itoa(attempt))
+				// The try's context must outlive the reading of its body.
+				resp.Body = cancelOnClose{resp.Body, cancel}
+			} else {
+				cancel()
 			}
 			return resp, err
 		}
+		cancel()
 		if resp != nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
@@ -60,9 +74,24 @@ func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// cancelOnClose ends a try's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// retryable reports an answer worth trying again: none (the try timed
+// out, or the connection failed), or one that says "not now". Whether the
+// client as a whole has run out of patience is checked by the caller.
 func retryable(resp *http.Response, err error) bool {
 	if err != nil {
-		return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+		return !errors.Is(err, context.Canceled)
 	}
 	switch resp.StatusCode {
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:

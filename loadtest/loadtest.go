@@ -37,6 +37,9 @@ type Class struct {
 	// between tries, all within its patience.
 	Retries      int
 	RetryBackoff time.Duration
+	// AttemptTimeout, when set, is how long a retrying client waits for
+	// one try before it gives up on it and tries again.
+	AttemptTimeout time.Duration
 	// Request builds the seq-th request (0, 1, ...) against base. It is
 	// called from many goroutines at once.
 	Request func(base string, seq uint64) vegeta.Target
@@ -119,7 +122,7 @@ func runClass(ctx context.Context, o Options, c Class) []Sample {
 		IdleConnTimeout:     30 * time.Second,
 	}
 	if c.Retries > 0 {
-		transport = retryTransport{base: transport, retries: c.Retries, backoff: c.RetryBackoff}
+		transport = retryTransport{base: transport, retries: c.Retries, backoff: c.RetryBackoff, perTry: c.AttemptTimeout}
 	}
 	client := &http.Client{Timeout: patience, Transport: transport}
 	defer client.CloseIdleConnections()

@@ -272,7 +272,7 @@ func (sc Scenario) phaseClasses(p Phase, keyPrefix, orderID string) []Class {
 			continue
 		}
 		c := Class{Name: n, Rate: rate, Deadline: time.Duration(sc.Deadline), Patience: time.Duration(sc.Deadline + sc.Patience),
-			Retries: sc.Client.Retries, RetryBackoff: time.Duration(sc.Client.Backoff)}
+			Retries: sc.Client.Retries, RetryBackoff: time.Duration(sc.Client.Backoff), AttemptTimeout: time.Duration(sc.Client.AttemptTimeout)}
 		switch n {
 		case "checkout":
 			c.Request = CheckoutRequest(keyPrefix)

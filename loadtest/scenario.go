@@ -54,6 +54,10 @@ type ClientSpec struct {
 	// Backoff is the most a client waits before trying again (full
 	// jitter: anything from 0 to it).
 	Backoff Duration `yaml:"backoff"`
+	// AttemptTimeout is how long a client waits for one try before it
+	// gives that try up and sends the request again; 0 waits out its
+	// whole patience on the first try.
+	AttemptTimeout Duration `yaml:"attempt_timeout"`
 }
 
 // ClassSpec is one traffic class.
@@ -143,8 +147,11 @@ func (s Scenario) Validate() error {
 	if s.Client.Retries < 0 || s.Client.Retries > 10 {
 		errs = append(errs, fmt.Errorf("client.retries %d is outside 0 to 10", s.Client.Retries))
 	}
-	if s.Client.Backoff < 0 {
-		errs = append(errs, errors.New("client.backoff must not be negative"))
+	if s.Client.Backoff < 0 || s.Client.AttemptTimeout < 0 {
+		errs = append(errs, errors.New("client.backoff and client.attempt_timeout must not be negative"))
+	}
+	if s.Client.AttemptTimeout > 0 && s.Client.Retries == 0 {
+		errs = append(errs, errors.New("client.attempt_timeout needs client.retries"))
 	}
 	if len(s.Phases) == 0 {
 		errs = append(errs, errors.New("at least one phase is required"))

@@ -199,6 +199,7 @@ func runCapacity(ctx context.Context, args []string, getenv func(string) string,
 	asJSON := fs.Bool("json", false, "print the measured results as JSON")
 	quick := fs.Bool("quick", false, "1 s per rate and one refinement (for CI: a smoke test, not a measurement)")
 	modes := fs.String("modes", "naive,budgeted", "the modes to search, comma-separated")
+	fs.Var(&cfg.Mechanisms, "mechanisms", "switch single mechanisms on top of each mode, e.g. bulkheads=off,outbox=off")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "keep the services' state in this PostgreSQL database (default: in memory)")
 	fs.DurationVar(&cfg.P99, "p99", cfg.P99, "the p99 latency a sustained rate must stay within")
 	fs.DurationVar(&cfg.Step, "step", cfg.Step, "how long each rate is held")

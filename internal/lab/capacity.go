@@ -36,6 +36,9 @@ type CapacityConfig struct {
 	Refine int
 	// Deadline is the clients' deadline.
 	Deadline time.Duration
+	// Mechanisms switch single mechanisms on top of each mode, in the
+	// --mechanisms syntax ("bulkheads=off"), to price one at a time.
+	Mechanisms mode.Overrides
 }
 
 // DefaultCapacity searches both modes on the memory store for p99 ≤ 25 ms.
@@ -72,12 +75,15 @@ func (c CapacityConfig) Validate() error {
 
 // CapacityStep is one rate held for one step.
 type CapacityStep struct {
-	Rate      float64 `json:"rate"`
-	Sent      int     `json:"sent"`
-	Good      int     `json:"good"`
-	P50MS     float64 `json:"p50_ms"`
-	P99MS     float64 `json:"p99_ms"`
-	LagP99MS  float64 `json:"schedule_lag_p99_ms"`
+	Rate     float64 `json:"rate"`
+	Sent     int     `json:"sent"`
+	Good     int     `json:"good"`
+	P50MS    float64 `json:"p50_ms"`
+	P99MS    float64 `json:"p99_ms"`
+	LagP99MS float64 `json:"schedule_lag_p99_ms"`
+	// CPUS is the process's CPU time while the rate was held (shop and
+	// generator).
+	CPUS      float64 `json:"cpu_s"`
 	Sustained bool    `json:"sustained"`
 	// Why says what a rate that was not sustained broke.
 	Why string `json:"why,omitempty"`
@@ -90,7 +96,7 @@ type CapacityMode struct {
 	// MaxRate is the highest rate sustained (0: none was).
 	MaxRate float64 `json:"max_sustained_rate"`
 	// CPUSecondsPerCheckout is the process's CPU time per good checkout
-	// over the whole search, load generator included.
+	// over the measured steps, load generator included.
 	CPUSecondsPerCheckout float64 `json:"cpu_seconds_per_checkout"`
 }
 
@@ -120,8 +126,9 @@ type Overhead struct {
 
 // Capacity searches each mode for the highest checkout rate whose p99
 // stays within the bound with every request answered well, the load
-// generator keeping its schedule. The generator shares the machine with
-// the shop, as a learner's laptop does.
+// generator keeping its schedule. Every rate is held on a freshly started
+// shop. The generator shares the machine with the shop, as a learner's
+// laptop does.
 func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progress func(string)) (CapacityResult, error) {
 	res := CapacityResult{Store: "memory", P99MS: ms(cfg.P99), StepS: cfg.Step.Seconds()}
 	if cfg.DatabaseURL != "" {
@@ -133,18 +140,15 @@ func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progres
 		}
 	}
 	for _, m := range cfg.Modes {
-		s, err := startCapacityShop(ctx, cfg, m, log)
-		if err != nil {
-			return CapacityResult{}, err
-		}
 		cm := CapacityMode{Mode: string(m)}
-		cpu0, good := processCPU(), 0
+		var cpu float64
+		good := 0
 		hold := func(rate float64) (CapacityStep, error) {
-			st, err := holdRate(ctx, s.GatewayURL(), rate, cfg, fmt.Sprintf("cap-%s-%d", m, len(cm.Steps)))
+			st, err := holdRateFresh(ctx, cfg, m, rate, log)
 			if err != nil {
 				return st, err
 			}
-			good += st.Good
+			good, cpu = good+st.Good, cpu+st.CPUS
 			cm.Steps = append(cm.Steps, st)
 			verdict := "ok"
 			if !st.Sustained {
@@ -157,7 +161,6 @@ func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progres
 		for rate := cfg.Start; rate <= cfg.Max; rate *= 2 {
 			st, err := hold(rate)
 			if err != nil {
-				_ = s.Stop()
 				return CapacityResult{}, err
 			}
 			if !st.Sustained {
@@ -173,7 +176,6 @@ func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progres
 			mid := math.Round((lo + hi) / 2)
 			st, err := hold(mid)
 			if err != nil {
-				_ = s.Stop()
 				return CapacityResult{}, err
 			}
 			if st.Sustained {
@@ -184,10 +186,7 @@ func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progres
 		}
 		cm.MaxRate = lo
 		if good > 0 {
-			cm.CPUSecondsPerCheckout = (processCPU() - cpu0).Seconds() / float64(good)
-		}
-		if err := s.Stop(); err != nil {
-			log.Warn("stopping the shop", "err", err)
+			cm.CPUSecondsPerCheckout = cpu / float64(good)
 		}
 		res.Modes = append(res.Modes, cm)
 	}
@@ -200,12 +199,7 @@ func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progres
 	o := Overhead{Rate: math.Round(min(naive.MaxRate, budgeted.MaxRate) / 2), NaiveMaxRate: naive.MaxRate,
 		BudgetedMaxRate: budgeted.MaxRate, ThroughputRatio: budgeted.MaxRate / naive.MaxRate, ComparisonStepsS: cfg.Step.Seconds()}
 	for _, m := range []mode.Mode{mode.Naive, mode.Budgeted} {
-		s, err := startCapacityShop(ctx, cfg, m, log)
-		if err != nil {
-			return CapacityResult{}, err
-		}
-		st, err := holdRate(ctx, s.GatewayURL(), o.Rate, cfg, "cap-overhead-"+string(m))
-		_ = s.Stop()
+		st, err := holdRateFresh(ctx, cfg, m, o.Rate, log)
 		if err != nil {
 			return CapacityResult{}, err
 		}
@@ -231,10 +225,34 @@ func (r CapacityResult) mode(m mode.Mode) *CapacityMode {
 	return &r.Modes[i]
 }
 
+// holdRateFresh holds one rate on a freshly started shop, after a short
+// warm-up at that rate that is not counted: each step measures the rate
+// itself, not the backlog or the heap a failed step before it left.
+func holdRateFresh(ctx context.Context, cfg CapacityConfig, m mode.Mode, rate float64, log *slog.Logger) (CapacityStep, error) {
+	s, err := startCapacityShop(ctx, cfg, m, log)
+	if err != nil {
+		return CapacityStep{}, err
+	}
+	defer func() {
+		if err := s.Stop(); err != nil {
+			log.Warn("stopping the shop", "err", err)
+		}
+	}()
+	warm := loadtest.Class{Name: "checkout", Rate: rate, Deadline: cfg.Deadline, Request: loadtest.CheckoutRequest(fmt.Sprintf("warm-%s-%v", m, rate))}
+	if _, err := loadtest.Run(ctx, loadtest.Options{Base: s.GatewayURL(), Duration: min(time.Second, cfg.Step/5)}, warm); err != nil {
+		return CapacityStep{}, err
+	}
+	cpu0 := processCPU()
+	st, err := holdRate(ctx, s.GatewayURL(), rate, cfg, fmt.Sprintf("cap-%s-%v", m, rate))
+	st.CPUS = (processCPU() - cpu0).Seconds()
+	return st, err
+}
+
 func startCapacityShop(ctx context.Context, cfg CapacityConfig, m mode.Mode, log *slog.Logger) (*shop.Shop, error) {
 	sc := shop.EphemeralConfig()
 	sc.SetMode(m, serve.DefaultMargin, serve.DefaultFloor)
 	sc.SetDrainTimeout(time.Second)
+	sc.SetOverrides(cfg.Mechanisms)
 	if cfg.DatabaseURL != "" {
 		sc.SetDatabase(cfg.DatabaseURL, 10)
 	}
@@ -267,13 +285,6 @@ func holdRate(ctx context.Context, base string, rate float64, cfg CapacityConfig
 		st.Why = fmt.Sprintf("p99 %.1f ms > %.0f ms", sum.P99MS, ms(cfg.P99))
 	default:
 		st.Sustained = true
-	}
-	// Queues left by a failed step must not count against the next.
-	if !st.Sustained {
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
 	}
 	return st, ctx.Err()
 }
