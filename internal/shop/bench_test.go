@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/postgres/pgtest"
+	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/internal/shop"
 )
 
@@ -31,6 +33,43 @@ func BenchmarkCheckout(b *testing.B) {
 		cfg.SetDatabase(pgtest.NewDatabase(b).URL, 10)
 		benchmarkCheckout(b, cfg)
 	})
+}
+
+// BenchmarkCheckoutMechanisms prices each mechanism when nothing is
+// wrong: the memory-store checkout in naive mode, in budgeted mode, and in
+// budgeted mode with one mechanism switched off at a time. The difference
+// is what that mechanism costs per checkout (docs/performance.md).
+//
+//	go test -run '^$' -bench CheckoutMechanisms -benchtime 5s -count 3 ./internal/shop/
+func BenchmarkCheckoutMechanisms(b *testing.B) {
+	for _, tc := range []struct {
+		name, mode, mechanisms string
+	}{
+		{"naive", "naive", ""},
+		{"budgeted", "budgeted", ""},
+		{"budgeted-no-idempotency", "budgeted", "idempotency=off"},
+		{"budgeted-no-outbox", "budgeted", "outbox=off"},
+		{"budgeted-no-bulkheads-breakers", "budgeted", "bulkheads=off,breakers=off"},
+		{"budgeted-no-deadline", "budgeted", "edge_deadline=off,clip_to_budget=off,admission=off"},
+		{"budgeted-no-retries", "budgeted", "retries=off"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := shop.EphemeralConfig()
+			m, err := mode.Parse(tc.mode)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.SetMode(m, serve.DefaultMargin, serve.DefaultFloor)
+			if tc.mechanisms != "" {
+				var o mode.Overrides
+				if err := o.Set(tc.mechanisms); err != nil {
+					b.Fatal(err)
+				}
+				cfg.SetOverrides(o)
+			}
+			benchmarkCheckout(b, cfg)
+		})
+	}
 }
 
 func benchmarkCheckout(b *testing.B, cfg shop.Config) {
