@@ -19,7 +19,7 @@ const labUsage = `Usage: mercado lab [lab or scenario] [flags]
 
 Starts the five services in this process on free loopback ports, breaks a
 dependency on purpose, and prints what naive and budgeted modes did,
-measured. With no lab named, runs the drill76 scenario (about 80 s).
+measured. With no lab named, runs the drill76 scenario (about 50 s).
 
 Scenarios (loadtest/scenarios; writes ./lab-report/results.json and
 report.html; --quick shortens every phase to a fifth):
