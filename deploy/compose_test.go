@@ -17,24 +17,12 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mercado-lab/mercado/internal/serve"
-	"github.com/mercado-lab/mercado/services/catalog"
-	"github.com/mercado-lab/mercado/services/gateway"
-	"github.com/mercado-lab/mercado/services/orders"
-	"github.com/mercado-lab/mercado/services/payments"
-	"github.com/mercado-lab/mercado/services/shipping"
+	"github.com/mercado-lab/mercado/internal/shop"
 )
 
 // mercadoServices are the five services and the listen addresses their
 // code defaults to.
-func mercadoServices() map[string]serve.Common {
-	return map[string]serve.Common{
-		"gateway":  gateway.DefaultConfig().Common,
-		"orders":   orders.DefaultConfig().Common,
-		"catalog":  catalog.DefaultConfig(),
-		"payments": payments.DefaultConfig(),
-		"shipping": shipping.DefaultConfig(),
-	}
-}
+func mercadoServices() map[string]serve.Common { return shop.Defaults() }
 
 // port is the port of a listen address such as ":9080".
 func port(t *testing.T, addr string) string {
@@ -252,7 +240,7 @@ func TestComposeDependsOn(t *testing.T) {
 func TestComposePublishedPorts(t *testing.T) {
 	p := loadCompose(t)
 	want := map[string]string{
-		"gateway":    port(t, gateway.DefaultConfig().Addr),
+		"gateway":    port(t, mercadoServices()["gateway"].Addr),
 		"jaeger":     "16686",
 		"prometheus": "9090",
 		"grafana":    "3000",

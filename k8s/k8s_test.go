@@ -31,23 +31,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mercado-lab/mercado/internal/serve"
-	"github.com/mercado-lab/mercado/services/catalog"
-	"github.com/mercado-lab/mercado/services/gateway"
-	"github.com/mercado-lab/mercado/services/orders"
-	"github.com/mercado-lab/mercado/services/payments"
-	"github.com/mercado-lab/mercado/services/shipping"
+	"github.com/mercado-lab/mercado/internal/shop"
 )
 
 // services are the five and the listen addresses their code defaults to.
-func services() map[string]serve.Common {
-	return map[string]serve.Common{
-		"gateway":  gateway.DefaultConfig().Common,
-		"orders":   orders.DefaultConfig().Common,
-		"catalog":  catalog.DefaultConfig(),
-		"payments": payments.DefaultConfig(),
-		"shipping": shipping.DefaultConfig(),
-	}
-}
+func services() map[string]serve.Common { return shop.Defaults() }
 
 func port(t *testing.T, addr string) int32 {
 	t.Helper()

@@ -78,13 +78,7 @@ func runLab(ctx context.Context, args []string, getenv func(string) string, stdo
 
 func runLesson7(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := lab.DefaultLesson7()
-	fs := flag.NewFlagSet("mercado lab lesson7", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		printLabUsage(stderr)
-		fs.PrintDefaults()
-	}
-	asJSON := fs.Bool("json", false, "print the measured results as JSON")
+	fs, asJSON := labFlags("lesson7", stderr)
 	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "the client's deadline for the checkout")
 	fs.DurationVar(&cfg.Margin, "margin", cfg.Margin, "budgeted: time kept back from each call for the way back")
 	fs.DurationVar(&cfg.Floor, "floor", cfg.Floor, "budgeted: least budget worth starting a call with")
@@ -114,13 +108,7 @@ func runLesson7(ctx context.Context, args []string, getenv func(string) string, 
 
 func runIsolation(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := lab.DefaultIsolation()
-	fs := flag.NewFlagSet("mercado lab isolation", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		printLabUsage(stderr)
-		fs.PrintDefaults()
-	}
-	asJSON := fs.Bool("json", false, "print the measured results as JSON")
+	fs, asJSON := labFlags("isolation", stderr)
 	fs.Float64Var(&cfg.CheckoutRate, "checkout-rate", cfg.CheckoutRate, "checkouts per second, open loop")
 	fs.Float64Var(&cfg.BrowseRate, "browse-rate", cfg.BrowseRate, "browses per second, open loop")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long each mode is loaded")
@@ -152,13 +140,7 @@ func runIsolation(ctx context.Context, args []string, getenv func(string) string
 
 func runWaterfall(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := lab.DefaultWaterfall()
-	fs := flag.NewFlagSet("mercado lab waterfall", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		printLabUsage(stderr)
-		fs.PrintDefaults()
-	}
-	asJSON := fs.Bool("json", false, "print the measured results as JSON")
+	fs, asJSON := labFlags("waterfall", stderr)
 	fs.DurationVar(&cfg.Budget, "budget", cfg.Budget, "the client's budget for creating the order")
 	fs.DurationVar(&cfg.GatewayWork, "gateway-work", cfg.GatewayWork, "the gateway's own work before calling orders")
 	fs.DurationVar(&cfg.Reserve, "reserve", cfg.Reserve, "what orders keeps back from every call for its answer")
@@ -184,19 +166,24 @@ func runWaterfall(ctx context.Context, args []string, getenv func(string) string
 	return nil
 }
 
+// labFlags starts a lab's flag set: the lab's usage, and --json.
+func labFlags(name string, stderr io.Writer) (*flag.FlagSet, *bool) {
+	fs := flag.NewFlagSet("mercado lab "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		printLabUsage(stderr)
+		fs.PrintDefaults()
+	}
+	return fs, fs.Bool("json", false, "print the measured results as JSON")
+}
+
 func printLabUsage(w io.Writer) {
 	fmt.Fprintf(w, labUsage, strings.Join(loadtest.Builtin(), ", "))
 }
 
 func runCapacity(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := lab.DefaultCapacity()
-	fs := flag.NewFlagSet("mercado lab capacity", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		printLabUsage(stderr)
-		fs.PrintDefaults()
-	}
-	asJSON := fs.Bool("json", false, "print the measured results as JSON")
+	fs, asJSON := labFlags("capacity", stderr)
 	quick := fs.Bool("quick", false, "1 s per rate and one refinement (for CI: a smoke test, not a measurement)")
 	modes := fs.String("modes", "naive,budgeted", "the modes to search, comma-separated")
 	fs.Var(&cfg.Mechanisms, "mechanisms", "switch single mechanisms on top of each mode, e.g. bulkheads=off,outbox=off")

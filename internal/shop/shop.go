@@ -55,6 +55,16 @@ func EphemeralConfig() Config {
 	return c
 }
 
+// Defaults are each service's configuration, by name, as its code
+// defaults it: what the deployment files must agree with.
+func Defaults() map[string]serve.Common {
+	c := DefaultConfig("")
+	return map[string]serve.Common{
+		"gateway": c.Gateway.Common, "orders": c.Orders.Common,
+		"catalog": c.Catalog, "payments": c.Payments, "shipping": c.Shipping,
+	}
+}
+
 func (c *Config) commons() []*serve.Common {
 	return []*serve.Common{&c.Gateway.Common, &c.Orders.Common, &c.Catalog, &c.Payments, &c.Shipping}
 }
