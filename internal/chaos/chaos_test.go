@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -165,7 +166,7 @@ func TestChaosCheckouts(t *testing.T) {
 			event("%s restarted and ready in %v", name, time.Since(restarted).Round(time.Millisecond))
 			pause(1200 * time.Millisecond)
 		}
-		event("database: connections cut and refused")
+		event("database: outage begins")
 		out := dbOutage(db, 1500*time.Millisecond)
 		event("database: back (%s)", out)
 		pause(time.Second)
@@ -248,9 +249,19 @@ func TestChaosCheckouts(t *testing.T) {
 
 // dbOutage cuts every connection to the test's database and refuses new
 // ones for d: what the shop sees of a PostgreSQL restart. A real restart
-// (pg_ctlcluster ... restart) would also cut the other packages' tests,
-// which share the server and run in parallel.
+// would also cut the other packages' tests, which share the server and run
+// in parallel; so it happens only when MERCADO_CHAOS_PG_RESTART names the
+// command that restarts the server (.ci/run sets it in a step of its own:
+// "pg_ctlcluster --skip-systemctl-redirect 15 main restart").
 func dbOutage(db pgtest.Database, d time.Duration) string {
+	if cmd := os.Getenv("MERCADO_CHAOS_PG_RESTART"); cmd != "" {
+		began := time.Now()
+		out, err := exec.Command("sh", "-c", cmd).CombinedOutput()
+		if err != nil {
+			return fmt.Sprintf("restarting PostgreSQL with %q failed: %v: %s", cmd, err, out)
+		}
+		return fmt.Sprintf("PostgreSQL restarted (%q) in %v", cmd, time.Since(began).Round(time.Millisecond))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, db.AdminURL)
