@@ -19,6 +19,16 @@ import (
 // identifier, safe to put in a statement as it is.
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
+// MigrateDir is Migrate with the migrations in folder dir of fsys, as a
+// service embeds them (//go:embed migrations/*.sql).
+func MigrateDir(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS, dir string) error {
+	files, err := fs.Sub(fsys, dir)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate %s: %w", schema, err)
+	}
+	return Migrate(ctx, pool, schema, files)
+}
+
 // Migrate brings schema up to date with the versioned SQL migrations in
 // migrations (goose files at its root: 001_init.sql, 002_....sql, each
 // with "-- +goose Up"). It creates the schema if needed and records the

@@ -11,7 +11,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,11 +27,7 @@ var migrationFiles embed.FS
 
 // Migrate brings the orders' schema up to date (migrations/*.sql).
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	files, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		return err
-	}
-	return postgres.Migrate(ctx, pool, Schema, files)
+	return postgres.MigrateDir(ctx, pool, Schema, migrationFiles, "migrations")
 }
 
 // PGStore is the Store on PostgreSQL.

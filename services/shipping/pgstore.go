@@ -10,7 +10,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,11 +26,7 @@ var migrationFiles embed.FS
 
 // Migrate brings the shipping's schema up to date (migrations/*.sql).
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	files, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		return err
-	}
-	return postgres.Migrate(ctx, pool, Schema, files)
+	return postgres.MigrateDir(ctx, pool, Schema, migrationFiles, "migrations")
 }
 
 // PGStore is the Store on PostgreSQL.
