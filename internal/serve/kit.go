@@ -60,6 +60,23 @@ func (k *Kit) ready(ctx context.Context) error {
 // database pool. Closers run last registered first, as deferred calls do.
 func (k *Kit) OnClose(f func()) { k.closers = append(k.closers, f) }
 
+// RunWorkers runs a service's background workers (reconcilers, sweepers)
+// in a goroutine until the process stops: their context keeps ctx's
+// values but not its cancellation, and is cancelled, and the workers
+// awaited, when the kit closes — after the work in flight has drained.
+func (k *Kit) RunWorkers(ctx context.Context, run func(context.Context)) {
+	workers, stop := context.WithCancel(context.WithoutCancel(ctx))
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		run(workers)
+	}()
+	k.OnClose(func() {
+		stop()
+		<-stopped
+	})
+}
+
 // Close runs the closers, once. The process calls it when it stops; a
 // service whose Start fails after registering closers calls it itself.
 func (k *Kit) Close() {

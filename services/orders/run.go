@@ -63,16 +63,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		kit.Close()
 		return nil, err
 	}
-	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		svc.RunWorkers(workers, kit.Log)
-	}()
-	kit.OnClose(func() {
-		stopWorkers()
-		<-stopped
-	})
+	kit.RunWorkers(ctx, func(ctx context.Context) { svc.RunWorkers(ctx, kit.Log) })
 	// On failure, StartGRPC closes the kit: the workers stop, and the rest.
 	return serve.StartGRPC(ctx, kit, func(s *grpc.Server) { ordersv1.RegisterOrdersServiceServer(s, grpcServer{svc: svc}) })
 }

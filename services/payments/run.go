@@ -37,15 +37,6 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		kit.Close()
 		return nil, err
 	}
-	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		svc.RunWorkers(workers, kit.Log)
-	}()
-	kit.OnClose(func() {
-		stopWorkers()
-		<-stopped
-	})
+	kit.RunWorkers(ctx, func(ctx context.Context) { svc.RunWorkers(ctx, kit.Log) })
 	return serve.StartGRPC(ctx, kit, func(s *grpc.Server) { paymentsv1.RegisterPaymentsServiceServer(s, grpcServer{svc: svc}) })
 }
