@@ -38,6 +38,6 @@ USER 65532:65532
 # gateway HTTP, then the gRPC ports of orders, catalog, payments and
 # shipping, then the admin ports (/healthz, /readyz, /metrics, /admin/*),
 # gateway first. Publish only the gateway's 8080.
-EXPOSE 8080 50051 50052 50053 50054 9080 9081 9082 9083 9084
+EXPOSE 8080 8081 8082 8083 8084 9080 9081 9082 9083 9084
 ENTRYPOINT ["/mercado"]
 CMD ["help"]

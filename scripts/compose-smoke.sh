@@ -56,8 +56,8 @@ fail() {
 	exit 1
 }
 
-# The services, with their admin ports (docker-compose.yml, DESIGN's port
-# table).
+# The services, with their admin ports (docker-compose.yml; the port table
+# in docs/deploy.md).
 admin_ports="gateway=9080 orders=9081 catalog=9082 payments=9083 shipping=9084"
 base_images="golang:1.26-bookworm postgres:15-bookworm"
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mercado-lab/mercado/internal/lab"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/lab"
 	"github.com/mercado-lab/mercado/loadtest"
 )
 

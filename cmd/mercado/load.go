@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mercado-lab/mercado/internal/lab"
+	"github.com/mercado-lab/mercado/lab"
 	"github.com/mercado-lab/mercado/loadtest"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/flagenv"
 	"github.com/mercado-lab/mercado/internal/serve"
-	"github.com/mercado-lab/mercado/internal/shop"
+	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/services/catalog"
 	"github.com/mercado-lab/mercado/services/gateway"
 	"github.com/mercado-lab/mercado/services/orders"

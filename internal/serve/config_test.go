@@ -13,7 +13,7 @@ import (
 )
 
 func TestCommonValidate(t *testing.T) {
-	valid := serve.Defaults(":50052", ":9082")
+	valid := serve.Defaults(":8082", ":9082")
 	tests := []struct {
 		name   string
 		change func(*serve.Common)
@@ -71,7 +71,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestRegisterFlags(t *testing.T) {
-	c := serve.Defaults(":50052", ":9082")
+	c := serve.Defaults(":8082", ":9082")
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c.RegisterFlags(fs)

@@ -165,7 +165,7 @@ func ExampleSetHeaders() {
 // the caller's budget, never more than the method's own cap.
 func ExampleUnaryClientInterceptor() {
 	policy := deadline.Policy{Margin: 20 * time.Millisecond, Floor: 50 * time.Millisecond}
-	cc, err := grpc.NewClient("localhost:50051",
+	cc, err := grpc.NewClient("localhost:8081",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithUnaryInterceptor(deadline.UnaryClientInterceptor(deadline.ClientOptions{
 			Policy: func() deadline.Policy { return policy },

@@ -2,9 +2,9 @@ package catalog
 
 import "github.com/mercado-lab/mercado/internal/serve"
 
-// Default listen addresses (see DESIGN's port table).
+// Default listen addresses (docs/deploy.md, "Ports").
 const (
-	DefaultAddr      = ":50052"
+	DefaultAddr      = ":8082"
 	DefaultAdminAddr = ":9082"
 )
 

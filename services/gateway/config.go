@@ -13,7 +13,7 @@ import (
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
-// Defaults: listen addresses from DESIGN's port table; the edge budget
+// Defaults: listen addresses from the port table in docs/deploy.md; the edge budget
 // (lesson 7's 1200 ms mobile deadline) and the most a client may ask for
 // (Drill 76's edge budget of 8 s fits under it); no cap of its own on the
 // call to orders, as in lesson 7, and a browse cap on catalog.
@@ -50,7 +50,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Common:     serve.Defaults(DefaultAddr, DefaultAdminAddr),
-		OrdersAddr: "localhost:50051", CatalogAddr: "localhost:50052",
+		OrdersAddr: "localhost:8081", CatalogAddr: "localhost:8082",
 		Budget: DefaultBudget, MaxBudget: DefaultMaxBudget,
 		CatalogCap: DefaultCatalogCap, MaxBodyBytes: DefaultMaxBody,
 		AdminPeers: Peers{

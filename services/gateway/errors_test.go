@@ -18,7 +18,7 @@ func TestPublicDetail(t *testing.T) {
 		{"a 4xx naming odd input is passed on whole", http.StatusUnprocessableEntity, `unknown sku "transport"`, `unknown sku "transport"`},
 		{"a service's own 503", http.StatusServiceUnavailable, "simulated failure (fault error-rate)", "simulated failure (fault error-rate)"},
 		{"a connection error", http.StatusServiceUnavailable,
-			`connection error: desc = "transport: Error while dialing: dial tcp 10.0.0.7:50051: connect: connection refused"`,
+			`connection error: desc = "transport: Error while dialing: dial tcp 10.0.0.7:8081: connect: connection refused"`,
 			"a service the shop depends on could not be reached; try again later"},
 		{"a status nested in a service's message", http.StatusGatewayTimeout,
 			"order ord_1: booking the shipment: deadline: call timed out at its own cap: rpc error: code = DeadlineExceeded desc = context deadline exceeded",

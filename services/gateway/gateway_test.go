@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mercado-lab/mercado/internal/shop"
 	"github.com/mercado-lab/mercado/internal/timing"
+	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/services/catalog"
 	"github.com/mercado-lab/mercado/services/gateway"
 )

@@ -9,11 +9,11 @@ import (
 	"github.com/mercado-lab/mercado/internal/serve"
 )
 
-// Defaults: listen addresses from DESIGN's port table, and each
+// Defaults: listen addresses from the port table in docs/deploy.md, and each
 // dependency's own cap, lesson 7's local timeouts (each one a dependency's
 // p99 with room to spare).
 const (
-	DefaultAddr      = ":50051"
+	DefaultAddr      = ":8081"
 	DefaultAdminAddr = ":9081"
 
 	DefaultCatalogCap  = 300 * time.Millisecond
@@ -34,7 +34,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Common:      serve.Defaults(DefaultAddr, DefaultAdminAddr),
-		CatalogAddr: "localhost:50052", PaymentsAddr: "localhost:50053", ShippingAddr: "localhost:50054",
+		CatalogAddr: "localhost:8082", PaymentsAddr: "localhost:8083", ShippingAddr: "localhost:8084",
 		CatalogCap: DefaultCatalogCap, PaymentsCap: DefaultPaymentsCap, ShippingCap: DefaultShippingCap,
 	}
 }

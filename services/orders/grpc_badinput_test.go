@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	mercado "github.com/mercado-lab/mercado/internal/shop"
+	mercado "github.com/mercado-lab/mercado/lab/shop"
 	ordersv1 "github.com/mercado-lab/mercado/proto/orders/v1"
 )
 

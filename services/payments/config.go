@@ -2,9 +2,9 @@ package payments
 
 import "github.com/mercado-lab/mercado/internal/serve"
 
-// Default listen addresses (see DESIGN's port table).
+// Default listen addresses (docs/deploy.md, "Ports").
 const (
-	DefaultAddr      = ":50053"
+	DefaultAddr      = ":8083"
 	DefaultAdminAddr = ":9083"
 )
 

@@ -2,9 +2,9 @@ package shipping
 
 import "github.com/mercado-lab/mercado/internal/serve"
 
-// Default listen addresses (see DESIGN's port table).
+// Default listen addresses (docs/deploy.md, "Ports").
 const (
-	DefaultAddr      = ":50054"
+	DefaultAddr      = ":8084"
 	DefaultAdminAddr = ":9084"
 )
 

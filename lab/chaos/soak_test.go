@@ -19,7 +19,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/postgres/pgtest"
 	"github.com/mercado-lab/mercado/internal/serve"
-	"github.com/mercado-lab/mercado/internal/shop"
+	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/loadtest"
 )
 

@@ -14,12 +14,12 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
-	"github.com/mercado-lab/mercado/internal/shop"
+	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/services/payments"
 )
 
-// These tests hold the Idempotency-Key contract (DESIGN, "Idempotency
-// contract") end to end: HTTP into the gateway, gRPC through orders to
+// These tests hold the Idempotency-Key contract (docs/idempotency.md) end to
+// end: HTTP into the gateway, gRPC through orders to
 // payments, and the charges counted by payments' admin API.
 
 const checkoutBody = `{"customer":"e2e","items":[{"sku":"mug-stoneware","qty":1}],"address":"1 Test Way"}`

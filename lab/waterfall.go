@@ -12,8 +12,8 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
-	"github.com/mercado-lab/mercado/internal/shop"
 	"github.com/mercado-lab/mercado/internal/timing"
+	"github.com/mercado-lab/mercado/lab/shop"
 )
 
 // WaterfallConfig is the 800 ms create-order waterfall: a budget, the

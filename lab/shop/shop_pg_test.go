@@ -15,7 +15,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/postgres/pgtest"
 	"github.com/mercado-lab/mercado/internal/serve"
-	"github.com/mercado-lab/mercado/internal/shop"
+	"github.com/mercado-lab/mercado/lab/shop"
 )
 
 // pgShop is the shop running on a PostgreSQL database of its own.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
-	"github.com/mercado-lab/mercado/internal/shop"
 	"github.com/mercado-lab/mercado/internal/telemetry/otlptest"
+	"github.com/mercado-lab/mercado/lab/shop"
 )
 
 // traceCheckout runs one checkout through a shop in mode m whose services
@@ -209,7 +209,7 @@ func TestCheckoutTraceNaive(t *testing.T) {
 // off (no OTEL endpoint: what BenchmarkCheckout measures too) and on,
 // every span of every service exported to a receiver in the test.
 //
-//	go test -run '^$' -bench CheckoutTracing -benchmem -count 5 ./internal/shop/
+//	go test -run '^$' -bench CheckoutTracing -benchmem -count 5 ./lab/shop/
 func BenchmarkCheckoutTracing(b *testing.B) {
 	for _, on := range []bool{false, true} {
 		name := map[bool]string{false: "off", true: "on"}[on]

@@ -32,8 +32,8 @@ type Config struct {
 	Shipping shipping.Config
 }
 
-// DefaultConfig puts every service on host at its port from DESIGN's
-// table ("127.0.0.1" for the embedded default).
+// DefaultConfig puts every service on host at its port from the table in
+// docs/deploy.md ("127.0.0.1" for the embedded default).
 func DefaultConfig(host string) Config {
 	c := Config{
 		Gateway: gateway.DefaultConfig(), Orders: orders.DefaultConfig(),

@@ -15,7 +15,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/problem"
-	"github.com/mercado-lab/mercado/internal/shop"
+	"github.com/mercado-lab/mercado/lab/shop"
 )
 
 // drainBound bounds every wait of the drain test: far above what each

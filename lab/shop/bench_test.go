@@ -14,7 +14,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/postgres/pgtest"
 	"github.com/mercado-lab/mercado/internal/serve"
-	"github.com/mercado-lab/mercado/internal/shop"
+	"github.com/mercado-lab/mercado/lab/shop"
 )
 
 // BenchmarkCheckout drives POST /api/checkout through the real shop — HTTP
@@ -25,7 +25,7 @@ import (
 // Idempotency-Key, as a client's would. It reports checkouts/s besides
 // ns/op; see docs/performance.md for a run.
 //
-//	go test -run '^$' -bench Checkout -benchtime 5s ./internal/shop/
+//	go test -run '^$' -bench Checkout -benchtime 5s ./lab/shop/
 func BenchmarkCheckout(b *testing.B) {
 	b.Run("memory", func(b *testing.B) { benchmarkCheckout(b, shop.EphemeralConfig()) })
 	b.Run("postgres", func(b *testing.B) {
@@ -40,7 +40,7 @@ func BenchmarkCheckout(b *testing.B) {
 // budgeted mode with one mechanism switched off at a time. The difference
 // is what that mechanism costs per checkout (docs/performance.md).
 //
-//	go test -run '^$' -bench CheckoutMechanisms -benchtime 5s -count 3 ./internal/shop/
+//	go test -run '^$' -bench CheckoutMechanisms -benchtime 5s -count 3 ./lab/shop/
 func BenchmarkCheckoutMechanisms(b *testing.B) {
 	for _, tc := range []struct {
 		name, mode, mechanisms string
