@@ -169,7 +169,11 @@ func (s Scenario) Validate() error {
 			if !knownServices[svc] {
 				errs = append(errs, fmt.Errorf("phase %s: unknown service %q", p.Name, svc))
 			}
-			if _, err := faults.Parse(spec); err != nil {
+			set, err := faults.Parse(spec)
+			if err == nil && knownServices[svc] {
+				err = set.CheckMethods(svc)
+			}
+			if err != nil {
 				errs = append(errs, fmt.Errorf("phase %s: %s: %w", p.Name, svc, err))
 			}
 		}

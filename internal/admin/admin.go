@@ -30,6 +30,8 @@ type Peer struct {
 
 // Options configure Handler.
 type Options struct {
+	// Service is the service's name; the faults it takes are on the
+	// methods faults.Methods(Service) lists.
 	Service  string
 	Settings *mode.Live
 	Faults   *faults.Injector
@@ -257,7 +259,7 @@ func (a *api) putFaults(w http.ResponseWriter, r *http.Request) {
 	}
 	set := faults.Set{}
 	for _, m := range slices.Sorted(maps.Keys(raw)) {
-		if err := validMethod(m); err != nil {
+		if err := a.validMethod(m); err != nil {
 			problem.Write(w, r, http.StatusBadRequest, err.Error())
 			return
 		}
@@ -275,7 +277,7 @@ func (a *api) putFaults(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) putMethodFault(w http.ResponseWriter, r *http.Request) {
 	method := r.PathValue("method")
-	if err := validMethod(method); err != nil {
+	if err := a.validMethod(method); err != nil {
 		problem.Write(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -296,7 +298,7 @@ func (a *api) putMethodFault(w http.ResponseWriter, r *http.Request) {
 func (a *api) clearFaults(w http.ResponseWriter, r *http.Request) {
 	set := faults.Set{}
 	if method := r.PathValue("method"); method != "" {
-		if err := validMethod(method); err != nil {
+		if err := a.validMethod(method); err != nil {
 			problem.Write(w, r, http.StatusBadRequest, err.Error())
 			return
 		}
@@ -308,7 +310,10 @@ func (a *api) clearFaults(w http.ResponseWriter, r *http.Request) {
 	a.getFaults(w, r)
 }
 
-func validMethod(m string) error {
+// validMethod refuses a method this service does not simulate, naming the
+// ones it does. The shape is checked first, so that the refusal never
+// echoes more than 64 letters and digits of the client's.
+func (a *api) validMethod(m string) error {
 	if m == faults.AllMethods {
 		return nil
 	}
@@ -320,7 +325,7 @@ func validMethod(m string) error {
 			return fmt.Errorf("method %q: letters and digits only, or *", m)
 		}
 	}
-	return nil
+	return faults.CheckMethod(a.Service, m)
 }
 
 // decode reads a JSON body strictly (see internal/jsonbody): JSON content

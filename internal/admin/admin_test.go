@@ -20,7 +20,7 @@ func newAPI(t *testing.T, token string, peers ...admin.Peer) (*httptest.Server, 
 	live := mode.NewLive(mode.Settings{Mode: mode.Budgeted, Mechanisms: mode.Budgeted.Mechanisms(), Margin: 3 * time.Millisecond})
 	inj := faults.NewInjector(faults.Set{})
 	srv := httptest.NewServer(admin.Handler(admin.Options{
-		Service: "svc", Settings: live, Faults: inj, Token: token, Peers: peers, Log: slog.New(slog.DiscardHandler),
+		Service: "payments", Settings: live, Faults: inj, Token: token, Peers: peers, Log: slog.New(slog.DiscardHandler),
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "# metrics\n") }),
 	}))
 	t.Cleanup(srv.Close)
@@ -59,7 +59,7 @@ func TestChangesNeedTheTokenReadsDoNot(t *testing.T) {
 		{"read metrics", http.MethodGet, "/metrics", "", "", 200},
 		{"switch without token", http.MethodPut, "/admin/mode", `{"mode":"naive"}`, "", 401},
 		{"switch with a wrong token", http.MethodPut, "/admin/mode", `{"mode":"naive"}`, "guess", 401},
-		{"fault without token", http.MethodPut, "/admin/faults/X", `{"latency":"1s"}`, "", 401},
+		{"fault without token", http.MethodPut, "/admin/faults/CreateCharge", `{"latency":"1s"}`, "", 401},
 		{"clear without token", http.MethodDelete, "/admin/faults", "", "", 401},
 		{"switch with the token", http.MethodPut, "/admin/mode", `{"mode":"naive"}`, "s3cret", 200},
 	} {
@@ -105,16 +105,16 @@ func TestModeSwitchAppliesOverridesAndTellsListeners(t *testing.T) {
 
 func TestFaults(t *testing.T) {
 	srv, _, inj := newAPI(t, "")
-	if resp, body := do(t, http.MethodPut, srv.URL+"/admin/faults/CreateShipment", `{"hang":"10s"}`, ""); resp.StatusCode != 200 {
+	if resp, body := do(t, http.MethodPut, srv.URL+"/admin/faults/CreateCharge", `{"hang":"10s"}`, ""); resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	if got := inj.Spec("CreateShipment").Hang; got != 10*time.Second {
+	if got := inj.Spec("CreateCharge").Hang; got != 10*time.Second {
 		t.Errorf("hang = %v, want 10s", got)
 	}
 	for _, tc := range []struct{ path, body string }{
-		{"/admin/faults/CreateShipment", `{"p50":"1s"}`},
-		{"/admin/faults/CreateShipment", `{"error_rate":2}`},
-		{"/admin/faults/CreateShipment", `{"latency":"soon"}`},
+		{"/admin/faults/CreateCharge", `{"p50":"1s"}`},
+		{"/admin/faults/CreateCharge", `{"error_rate":2}`},
+		{"/admin/faults/CreateCharge", `{"latency":"soon"}`},
 		{"/admin/faults/Bad-Name", `{"latency":"1s"}`},
 		{"/admin/faults", `{"":{"latency":"1s"}}`},
 	} {
@@ -122,13 +122,13 @@ func TestFaults(t *testing.T) {
 			t.Errorf("PUT %s %s: %d %s, want 400", tc.path, tc.body, resp.StatusCode, body)
 		}
 	}
-	req, _ := http.NewRequest(http.MethodPut, srv.URL+"/admin/faults/X", strings.NewReader(`{}`))
+	req, _ := http.NewRequest(http.MethodPut, srv.URL+"/admin/faults/CreateCharge", strings.NewReader(`{}`))
 	req.Header.Set("Content-Type", "text/plain")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 415 {
 		t.Errorf("text/plain body: %v %v, want 415", resp.StatusCode, err)
 	}
-	if resp, _ := do(t, http.MethodDelete, srv.URL+"/admin/faults", "", ""); resp.StatusCode != 200 || inj.Spec("CreateShipment").Hang != 0 {
-		t.Errorf("clear: %d, hang %v", resp.StatusCode, inj.Spec("CreateShipment").Hang)
+	if resp, _ := do(t, http.MethodDelete, srv.URL+"/admin/faults", "", ""); resp.StatusCode != 200 || inj.Spec("CreateCharge").Hang != 0 {
+		t.Errorf("clear: %d, hang %v", resp.StatusCode, inj.Spec("CreateCharge").Hang)
 	}
 }
 

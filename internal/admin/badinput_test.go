@@ -135,32 +135,40 @@ func TestAdminBadInputMatrix(t *testing.T) {
 		put("/admin/mode", "unknown retries", `{"mode":"naive","mechanisms":{"retries":"often"}}`, 400, `mechanisms.retries must be "naive", "budgeted" or "off"`),
 		put("/admin/mode", "mechanisms not an object", `{"mode":"naive","mechanisms":[]}`, 400, `field "mechanisms" must be an object`),
 
-		put("/admin/faults", "not a duration", `{"X":{"latency":"soon"}}`, 400, "X: latency: not a duration such as 280ms"),
-		put("/admin/faults", "a number for a duration", `{"X":{"latency":280}}`, 400, `X: latency must be a duration such as "280ms"`),
-		put("/admin/faults", "negative latency", `{"X":{"latency":"-1s"}}`, 400, "latency: -1s is outside 0 to 1h"),
-		put("/admin/faults", "hang over an hour", `{"X":{"hang":"2h"}}`, 400, "hang: 2h0m0s is outside 0 to 1h"),
-		put("/admin/faults", "duration overflow", `{"X":{"delay":"9999999999h"}}`, 400, "delay: not a duration"),
-		put("/admin/faults", "p50 alone", `{"X":{"p50":"1s"}}`, 400, "p50 and p99 go together"),
-		put("/admin/faults", "p99 below p50", `{"X":{"p50":"2s","p99":"1s"}}`, 400, "below p50"),
-		put("/admin/faults", "latency and a distribution", `{"X":{"latency":"1s","p50":"1s","p99":"2s"}}`, 400, "not both"),
-		put("/admin/faults", "error rate over 1", `{"X":{"error_rate":2}}`, 400, "error-rate: 2 is outside 0 to 1"),
-		put("/admin/faults", "negative error rate", `{"X":{"error_rate":-0.5}}`, 400, "error-rate: -0.5 is outside 0 to 1"),
-		put("/admin/faults", "error rate a string", `{"X":{"error_rate":"often"}}`, 400, "X: error_rate must be a number from 0 to 1"),
-		put("/admin/faults", "unknown spec key", `{"X":{"jitter":"1s"}}`, 400, `X: unknown field "jitter" (want latency, p50, p99, delay, error_rate or hang)`),
-		put("/admin/faults", "a spec in the flag syntax", `{"X":"latency=1s"}`, 400, `X: a fault spec must be an object such as {"latency":"280ms"}`),
+		put("/admin/faults", "not a duration", `{"CreateCharge":{"latency":"soon"}}`, 400, "CreateCharge: latency: not a duration such as 280ms"),
+		put("/admin/faults", "a number for a duration", `{"CreateCharge":{"latency":280}}`, 400, `CreateCharge: latency must be a duration such as "280ms"`),
+		put("/admin/faults", "negative latency", `{"CreateCharge":{"latency":"-1s"}}`, 400, "latency: -1s is outside 0 to 1h"),
+		put("/admin/faults", "hang over an hour", `{"CreateCharge":{"hang":"2h"}}`, 400, "hang: 2h0m0s is outside 0 to 1h"),
+		put("/admin/faults", "duration overflow", `{"CreateCharge":{"delay":"9999999999h"}}`, 400, "delay: not a duration"),
+		put("/admin/faults", "p50 alone", `{"CreateCharge":{"p50":"1s"}}`, 400, "p50 and p99 go together"),
+		put("/admin/faults", "p99 below p50", `{"CreateCharge":{"p50":"2s","p99":"1s"}}`, 400, "below p50"),
+		put("/admin/faults", "latency and a distribution", `{"CreateCharge":{"latency":"1s","p50":"1s","p99":"2s"}}`, 400, "not both"),
+		put("/admin/faults", "error rate over 1", `{"CreateCharge":{"error_rate":2}}`, 400, "error-rate: 2 is outside 0 to 1"),
+		put("/admin/faults", "negative error rate", `{"CreateCharge":{"error_rate":-0.5}}`, 400, "error-rate: -0.5 is outside 0 to 1"),
+		put("/admin/faults", "error rate a string", `{"CreateCharge":{"error_rate":"often"}}`, 400, "CreateCharge: error_rate must be a number from 0 to 1"),
+		put("/admin/faults", "unknown spec key", `{"CreateCharge":{"jitter":"1s"}}`, 400, `CreateCharge: unknown field "jitter" (want latency, p50, p99, delay, error_rate or hang)`),
+		put("/admin/faults", "a spec in the flag syntax", `{"CreateCharge":"latency=1s"}`, 400, `CreateCharge: a fault spec must be an object such as {"latency":"280ms"}`),
 		put("/admin/faults", "empty method", `{"":{"latency":"1s"}}`, 400, "method must be 1 to 64 characters"),
 		put("/admin/faults", "method with a dash", `{"Bad-Name":{"latency":"1s"}}`, 400, "letters and digits only"),
 		put("/admin/faults", "method over 64", `{"`+strings.Repeat("M", 65)+`":{"latency":"1s"}}`, 400, "method must be 1 to 64 characters"),
 		put("/admin/faults/Bad-Name", "method with a dash in the path", `{"latency":"1s"}`, 400, "letters and digits only"),
 		put("/admin/faults/"+strings.Repeat("M", 65), "method over 64 in the path", `{"latency":"1s"}`, 400, "method must be 1 to 64 characters"),
-		put("/admin/faults/X", "error rate over 1, one method", `{"error_rate":1.5}`, 400, "error-rate: 1.5 is outside 0 to 1"),
-		put("/admin/faults/X", "not a duration, one method", `{"hang":"forever"}`, 400, "hang: not a duration"),
+		put("/admin/faults/CreateCharge", "error rate over 1, one method", `{"error_rate":1.5}`, 400, "error-rate: 1.5 is outside 0 to 1"),
+		put("/admin/faults/CreateCharge", "not a duration, one method", `{"hang":"forever"}`, 400, "hang: not a duration"),
 		tc{"delete a method with a dash", http.MethodDelete, "/admin/faults/Bad-Name", "", jsonHeader(), 400, "letters and digits only"},
+		put("/admin/faults/NoSuchMethod", "a method the service does not simulate", `{"latency":"1s"}`, 400,
+			`unknown method "NoSuchMethod" for payments (want CreateCharge or *)`),
+		put("/admin/faults/createcharge", "a method in the wrong case", `{"latency":"1s"}`, 400,
+			`unknown method "createcharge" for payments: names are case-sensitive, did you mean CreateCharge? (want CreateCharge or *)`),
+		put("/admin/faults", "another service's method", `{"CreateShipment":{"latency":"1s"}}`, 400,
+			`unknown method "CreateShipment" for payments (want CreateCharge or *)`),
+		tc{"delete a method the service does not simulate", http.MethodDelete, "/admin/faults/NoSuchMethod", "", jsonHeader(), 400,
+			`unknown method "NoSuchMethod" for payments (want CreateCharge or *)`},
 	)
 	// Wrong methods and unknown routes.
 	for _, m := range []struct{ method, path string }{
 		{http.MethodPost, "/admin/mode"}, {http.MethodDelete, "/admin/mode"}, {http.MethodPatch, "/admin/mode"},
-		{http.MethodPost, "/admin/faults"}, {http.MethodGet, "/admin/faults/X"},
+		{http.MethodPost, "/admin/faults"}, {http.MethodGet, "/admin/faults/CreateCharge"},
 		{http.MethodPut, "/admin/peers"}, {http.MethodPost, "/metrics"},
 	} {
 		cases = append(cases, tc{"wrong method", m.method, m.path, "", jsonHeader(), 405, m.method + " is not allowed here"})
@@ -191,7 +199,7 @@ func TestAdminBadInputMatrix(t *testing.T) {
 		for _, m := range []struct{ method, path, allow string }{
 			{http.MethodPost, "/admin/mode", "GET, PUT"},
 			{http.MethodPost, "/admin/faults", "GET, PUT, DELETE"},
-			{http.MethodGet, "/admin/faults/X", "PUT, DELETE"},
+			{http.MethodGet, "/admin/faults/CreateCharge", "PUT, DELETE"},
 			{http.MethodPut, "/admin/peers", "GET"},
 		} {
 			if got := send(t, m.method, srv.URL+m.path, "", nil).header.Get("Allow"); got != m.allow {
@@ -208,10 +216,10 @@ func TestAdminTokenMatrix(t *testing.T) {
 	srv, live, _ := newAPI(t, token)
 	changes := []struct{ method, path, body string }{
 		{http.MethodPut, "/admin/mode", `{"mode":"naive"}`},
-		{http.MethodPut, "/admin/faults", `{"X":{"latency":"1ms"}}`},
-		{http.MethodPut, "/admin/faults/X", `{"latency":"1ms"}`},
+		{http.MethodPut, "/admin/faults", `{"CreateCharge":{"latency":"1ms"}}`},
+		{http.MethodPut, "/admin/faults/CreateCharge", `{"latency":"1ms"}`},
 		{http.MethodDelete, "/admin/faults", ``},
-		{http.MethodDelete, "/admin/faults/X", ``},
+		{http.MethodDelete, "/admin/faults/CreateCharge", ``},
 	}
 	for _, auth := range []struct{ name, value string }{
 		{"no Authorization", ""},

@@ -88,7 +88,7 @@ func (s *Service) simulate(ctx context.Context, method string) error {
 
 // ListProducts returns every product.
 func (s *Service) ListProducts(ctx context.Context) ([]Product, error) {
-	if err := s.simulate(ctx, "ListProducts"); err != nil {
+	if err := s.simulate(ctx, faults.CatalogListProducts); err != nil {
 		return nil, err
 	}
 	return s.store.List(ctx)
@@ -99,7 +99,7 @@ func (s *Service) GetProduct(ctx context.Context, sku string) (Product, error) {
 	if err := checkID("sku", sku); err != nil {
 		return Product{}, err
 	}
-	if err := s.simulate(ctx, "GetProduct"); err != nil {
+	if err := s.simulate(ctx, faults.CatalogGetProduct); err != nil {
 		return Product{}, err
 	}
 	return s.store.Get(ctx, sku)
@@ -110,7 +110,7 @@ func (s *Service) ReserveStock(ctx context.Context, orderID string, lines []Line
 	if err := validateLines(orderID, lines); err != nil {
 		return Reservation{}, err
 	}
-	if err := s.simulate(ctx, "ReserveStock"); err != nil {
+	if err := s.simulate(ctx, faults.CatalogReserveStock); err != nil {
 		return Reservation{}, err
 	}
 	return s.store.Reserve(ctx, orderID, lines)
@@ -121,7 +121,7 @@ func (s *Service) ReleaseStock(ctx context.Context, reservationID string) error 
 	if err := checkID("reservation_id", reservationID); err != nil {
 		return err
 	}
-	if err := s.simulate(ctx, "ReleaseStock"); err != nil {
+	if err := s.simulate(ctx, faults.CatalogReleaseStock); err != nil {
 		return err
 	}
 	return s.store.Release(ctx, reservationID)

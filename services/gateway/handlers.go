@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/jsonbody"
 	"github.com/mercado-lab/mercado/internal/problem"
 	"github.com/mercado-lab/mercado/internal/timing"
@@ -118,7 +119,7 @@ func (s *server) checkout(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	if !s.simulate(w, r, "Checkout") {
+	if !s.simulate(w, r, faults.GatewayCheckout) {
 		return
 	}
 	key, err := parseIdempotencyKey(r.Header.Get("Idempotency-Key"))

@@ -167,7 +167,7 @@ func (s *Service) finish(ctx context.Context) {
 		return
 	}
 	start := time.Now()
-	_ = s.work.Work(ctx, "Finish", true)
+	_ = s.work.Work(ctx, faults.OrdersFinish, true)
 	if d := time.Since(start); d > time.Millisecond {
 		if rec := timing.FromContext(ctx); rec != nil {
 			rec.Add(timing.Hop{Name: "finish", Took: d, Outcome: "ok"})

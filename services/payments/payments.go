@@ -170,7 +170,7 @@ func (s *Service) charge(ctx context.Context, c Charge, done chan<- result) {
 	ctx, cancel := context.WithTimeout(ctx, pspTimeout)
 	defer cancel()
 	status := StatusSucceeded
-	werr := s.psp.Work(ctx, "CreateCharge", false)
+	werr := s.psp.Work(ctx, faults.PaymentsCreateCharge, false)
 	if werr != nil {
 		status = StatusFailed
 	}

@@ -92,7 +92,7 @@ func (s *Service) CreateShipment(ctx context.Context, sh Shipment) (Shipment, er
 		return Shipment{}, err
 	}
 	// The call to the carrier: lesson 7's degraded dependency.
-	if err := s.carrier.Work(ctx, "CreateShipment", s.settings.Load().Mechanisms.HonourCancel); err != nil {
+	if err := s.carrier.Work(ctx, faults.ShippingCreateShipment, s.settings.Load().Mechanisms.HonourCancel); err != nil {
 		if errors.Is(err, faults.ErrInjected) {
 			return Shipment{}, err
 		}

@@ -1,0 +1,80 @@
+package faults
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// The methods whose work the services simulate, by the name a fault spec
+// gives them: the gRPC method's short name, or the gateway's route. The
+// services call Work with these, and every way of setting a fault (the
+// --fault flags, the admin API, mercado fault, scenario files) accepts
+// these alone, besides AllMethods.
+const (
+	// GatewayCheckout is the gateway's own work on a checkout (auth,
+	// parsing) before it calls orders.
+	GatewayCheckout = "Checkout"
+	// OrdersFinish is orders' final write of a checkout.
+	OrdersFinish = "Finish"
+
+	CatalogListProducts = "ListProducts"
+	CatalogGetProduct   = "GetProduct"
+	CatalogReserveStock = "ReserveStock"
+	CatalogReleaseStock = "ReleaseStock"
+
+	// PaymentsCreateCharge is the payment provider's answer to a charge.
+	PaymentsCreateCharge = "CreateCharge"
+	// ShippingCreateShipment is the carrier's answer to a booking.
+	ShippingCreateShipment = "CreateShipment"
+)
+
+// Methods returns the methods whose work service simulates, in the order
+// its API lists them; none for a service Mercado does not have.
+func Methods(service string) []string {
+	switch service {
+	case "gateway":
+		return []string{GatewayCheckout}
+	case "orders":
+		return []string{OrdersFinish}
+	case "catalog":
+		return []string{CatalogListProducts, CatalogGetProduct, CatalogReserveStock, CatalogReleaseStock}
+	case "payments":
+		return []string{PaymentsCreateCharge}
+	case "shipping":
+		return []string{ShippingCreateShipment}
+	}
+	return nil
+}
+
+// CheckMethod reports a method that service does not simulate, naming the
+// ones it does. Names are case-sensitive, as gRPC's are; a name that
+// differs from a real one only in case is pointed at it.
+func CheckMethod(service, method string) error {
+	known := Methods(service)
+	if method == AllMethods || slices.Contains(known, method) {
+		return nil
+	}
+	if len(known) == 0 {
+		return fmt.Errorf("unknown service %q (want gateway, orders, catalog, payments or shipping)", service)
+	}
+	want := "want " + strings.Join(known, ", ") + " or " + AllMethods
+	for _, m := range known {
+		if strings.EqualFold(m, method) {
+			return fmt.Errorf("unknown method %q for %s: names are case-sensitive, did you mean %s? (%s)", method, service, m, want)
+		}
+	}
+	return fmt.Errorf("unknown method %q for %s (%s)", method, service, want)
+}
+
+// CheckMethods reports the first method of s, in name order, that service
+// does not simulate (see CheckMethod).
+func (s Set) CheckMethods(service string) error {
+	for _, m := range slices.Sorted(maps.Keys(s)) {
+		if err := CheckMethod(service, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
