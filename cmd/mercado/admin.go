@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
-	"github.com/mercado-lab/mercado/internal/flagenv"
 	"github.com/mercado-lab/mercado/internal/mode"
 )
 
@@ -33,28 +33,33 @@ API. With no change flag it prints the faults in force.
   mercado fault payments --method CreateCharge --p50 100ms --p99 400ms --error-rate 0.1
   mercado fault catalog --clear
 
+The methods each service simulates (--method; names are case-sensitive):
+%s
 Flags:
 `
 
+// printFaultUsage prints the fault command's usage, with each service's
+// methods.
+func printFaultUsage(fs *flag.FlagSet) {
+	var methods strings.Builder
+	for _, svc := range []string{"gateway", "orders", "catalog", "payments", "shipping"} {
+		fmt.Fprintf(&methods, "  %-9s %s\n", svc, strings.Join(faults.Methods(svc), ", "))
+	}
+	fmt.Fprintf(fs.Output(), faultUsage, methods.String())
+	fs.PrintDefaults()
+}
+
 func runFault(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprint(stderr, faultUsage)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-			return nil
-		}
-		return usagef("fault: name a service")
+	service := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		service, args = args[0], args[1:]
 	}
-	service := args[0]
-	port, ok := adminPorts[service]
-	if !ok {
-		return usagef("fault: unknown service %q", service)
-	}
-	fs := flag.NewFlagSet("mercado fault", flag.ContinueOnError)
+	fs := flag.NewFlagSet(strings.TrimSpace("mercado fault "+service), flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, faultUsage); fs.PrintDefaults() }
-	adminURL := fs.String("admin", "http://localhost:"+port, "the service's admin URL")
+	fs.Usage = func() { printFaultUsage(fs) }
+	adminURL := fs.String("admin", "", "the service's admin URL (default http://localhost:<its admin port>, 9080 for the gateway to 9084 for shipping)")
 	token := fs.String("admin-token", "", "admin bearer token, when the service requires one")
-	method := fs.String("method", faults.AllMethods, `the method to change (gRPC method name, or "*" for all)`)
+	method := fs.String("method", faults.AllMethods, `the method to change (see above), or "*" for all`)
 	var spec faults.Spec
 	fs.DurationVar(&spec.Latency, "latency", 0, "fixed work time")
 	fs.DurationVar(&spec.P50, "p50", 0, "median work time (with --p99: a log-normal distribution)")
@@ -63,11 +68,21 @@ func runFault(ctx context.Context, args []string, getenv func(string) string, st
 	fs.Float64Var(&spec.ErrorRate, "error-rate", 0, "share of calls that fail Unavailable, 0 to 1")
 	fs.DurationVar(&spec.Hang, "hang", 0, "a long stall: slow, not down")
 	clear := fs.Bool("clear", false, "clear the method's faults (all faults without --method)")
-	if err := flagenv.Parse(fs, args[1:], getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
+	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+		return err
+	}
+	port, ok := adminPorts[service]
+	switch {
+	case service == "":
+		return usagef("fault: name a service: gateway, orders, catalog, payments or shipping (--help lists the flags)")
+	case !ok:
+		return usagef("fault: unknown service %q (want gateway, orders, catalog, payments or shipping)", service)
+	}
+	if err := faults.CheckMethod(service, *method); err != nil {
+		return usagef("fault %s: --method: %w", service, err)
+	}
+	if *adminURL == "" {
+		*adminURL = "http://localhost:" + port
 	}
 	changing := false
 	fs.Visit(func(f *flag.Flag) {
@@ -95,6 +110,9 @@ func runFault(ctx context.Context, args []string, getenv func(string) string, st
 		err = c.do(ctx, http.MethodPut, path, spec, &view)
 	default:
 		err = c.do(ctx, http.MethodGet, "/admin/faults", nil, &view)
+	}
+	if errors.Is(err, errNoAnswer) {
+		return fmt.Errorf("fault %s: nothing answers at %s: start the shop with `go run ./cmd/mercado serve all`, or this service with `go run ./cmd/mercado serve %s`", service, c.base, service)
 	}
 	if err != nil {
 		return fmt.Errorf("fault %s: %w", service, err)
@@ -132,24 +150,21 @@ func runMode(ctx context.Context, args []string, getenv func(string) string, std
 	token := fs.String("admin-token", "", "admin bearer token, when the shop requires one")
 	var overrides mode.Overrides
 	fs.Var(&overrides, "mechanisms", `switch single mechanisms on top of the mode, e.g. "breakers=off,retries=naive"`)
-	if err := flagenv.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
+	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+		return err
+	}
+	m, err := mode.Parse(target)
+	if target != "" && err != nil {
+		return usageError{fmt.Errorf("mode: %w", err)}
 	}
 	c := adminClient{base: strings.TrimSuffix(*adminURL, "/"), token: *token}
 	if target == "" {
 		var v admin.ModeView
 		if err := c.do(ctx, http.MethodGet, "/admin/mode", nil, &v); err != nil {
-			return fmt.Errorf("mode: %w", err)
+			return modeError(c, err)
 		}
 		printMode(stdout, v)
 		return nil
-	}
-	m, err := mode.Parse(target)
-	if err != nil {
-		return usageError{fmt.Errorf("mode: %w", err)}
 	}
 	var res struct {
 		Services []admin.PeerResult `json:"services"`
@@ -163,9 +178,18 @@ func runMode(ctx context.Context, args []string, getenv func(string) string, std
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("mode: %w", err)
+		return modeError(c, err)
 	}
 	return nil
+}
+
+// modeError is a failed call to the gateway's admin API; when nothing
+// answers, it says how to start a shop.
+func modeError(c adminClient, err error) error {
+	if errors.Is(err, errNoAnswer) {
+		return fmt.Errorf("mode: no shop answers at %s: start one with `go run ./cmd/mercado serve all`", c.base)
+	}
+	return fmt.Errorf("mode: %w", err)
 }
 
 func printMode(w io.Writer, v admin.ModeView) {
@@ -173,6 +197,9 @@ func printMode(w io.Writer, v admin.ModeView) {
 	fmt.Fprintf(w, "%-9s %-9s edge_deadline=%t clip_to_budget=%t admission=%t honour_cancel=%t bulkheads=%t breakers=%t retries=%s idempotency=%t outbox=%t\n",
 		v.Service, v.Mode, m.EdgeDeadline, m.ClipToBudget, m.Admission, m.HonourCancel, m.Bulkheads, m.Breakers, m.Retries, m.Idempotency, m.Outbox)
 }
+
+// errNoAnswer is an admin call that found no process listening.
+var errNoAnswer = errors.New("nothing answers")
 
 // adminClient calls a service's admin API.
 type adminClient struct {
@@ -201,6 +228,9 @@ func (c adminClient) do(ctx context.Context, method, path string, body, out any)
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := http.DefaultClient.Do(req)
+	if opErr := (*net.OpError)(nil); errors.As(err, &opErr) && opErr.Op == "dial" {
+		return fmt.Errorf("%w: %w", errNoAnswer, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/mercado-lab/mercado/internal/flagenv"
@@ -100,16 +101,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // parseCommand parses a command's flags (then their environment
 // variables). It reports help when the user asked for it (the usage is
-// already printed), and a usage error for a bad flag or a stray argument.
+// already printed), and a usage error, one line naming the command and the
+// flag, for a bad flag or a stray argument.
 func parseCommand(fs *flag.FlagSet, args []string, getenv func(string) string) (help bool, err error) {
+	command := strings.TrimPrefix(fs.Name(), "mercado ")
 	if err := flagenv.Parse(fs, args, getenv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
 		}
-		return false, usageError{err}
+		return false, usageError{fmt.Errorf("%s: %w", command, err)}
 	}
 	if fs.NArg() > 0 {
-		return false, usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		return false, usagef("%s: unexpected argument %q", command, fs.Arg(0))
 	}
 	return false, nil
 }

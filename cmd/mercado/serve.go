@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 
-	"github.com/mercado-lab/mercado/internal/flagenv"
+	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/services/catalog"
@@ -58,17 +60,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	level := slog.LevelInfo
 	fs.TextVar(&level, "log-level", level, "log level: debug, info, warn or error")
 	svc.register(fs)
-	if err := flagenv.Parse(fs, args[1:], getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usagef("serve %s: unexpected argument %q", name, fs.Arg(0))
+	if help, err := parseCommand(fs, args[1:], getenv); help || err != nil {
+		return err
 	}
 	if err := svc.validate(); err != nil {
-		return usageError{fmt.Errorf("serve %s: invalid configuration:\n%w", name, err)}
+		return usageError{fmt.Errorf("serve %s: %w", name, err)}
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	w, err := svc.start(ctx, log)
@@ -82,18 +78,18 @@ func lookupService(name string) (service, error) {
 	switch name {
 	case "gateway":
 		cfg := gateway.DefaultConfig()
-		return service{cfg.RegisterFlags, func() error { return cfg.Validate() },
+		return service{cfg.RegisterFlags, func() error { return errors.Join(cfg.Validate(), checkFaults("fault", name, cfg.Faults)) },
 			func(ctx context.Context, log *slog.Logger) (waiter, error) { return gateway.Start(ctx, cfg, log) }}, nil
 	case "orders":
 		cfg := orders.DefaultConfig()
-		return service{cfg.RegisterFlags, func() error { return cfg.Validate() },
+		return service{cfg.RegisterFlags, func() error { return errors.Join(cfg.Validate(), checkFaults("fault", name, cfg.Faults)) },
 			func(ctx context.Context, log *slog.Logger) (waiter, error) { return orders.Start(ctx, cfg, log) }}, nil
 	case "catalog":
-		return leaf(catalog.DefaultConfig(), catalog.Start), nil
+		return leaf(name, catalog.DefaultConfig(), catalog.Start), nil
 	case "payments":
-		return leaf(payments.DefaultConfig(), payments.Start), nil
+		return leaf(name, payments.DefaultConfig(), payments.Start), nil
 	case "shipping":
-		return leaf(shipping.DefaultConfig(), shipping.Start), nil
+		return leaf(name, shipping.DefaultConfig(), shipping.Start), nil
 	case "all":
 		return allServices(), nil
 	}
@@ -101,8 +97,8 @@ func lookupService(name string) (service, error) {
 }
 
 // leaf is a service configured by the common settings alone.
-func leaf(cfg serve.Common, start func(context.Context, serve.Common, *slog.Logger) (*serve.Process, error)) service {
-	return service{cfg.RegisterFlags, func() error { return cfg.Validate() },
+func leaf(name string, cfg serve.Common, start func(context.Context, serve.Common, *slog.Logger) (*serve.Process, error)) service {
+	return service{cfg.RegisterFlags, func() error { return errors.Join(cfg.Validate(), checkFaults("fault", name, cfg.Faults)) },
 		func(ctx context.Context, log *slog.Logger) (waiter, error) { return start(ctx, cfg, log) }}
 }
 
@@ -126,9 +122,23 @@ func allServices() service {
 		cfg.SetMode(shared.Mode, shared.Margin, shared.Floor)
 		cfg.SetDrainTimeout(shared.DrainTimeout)
 		cfg.SetDatabase(shared.DatabaseURL, shared.DBMaxConns)
-		return errors.Join(cfg.Gateway.Validate(), cfg.Orders.Validate(),
-			cfg.Catalog.Validate(), cfg.Payments.Validate(), cfg.Shipping.Validate())
+		errs := []error{cfg.Gateway.Validate(), cfg.Orders.Validate(),
+			cfg.Catalog.Validate(), cfg.Payments.Validate(), cfg.Shipping.Validate()}
+		sets := cfg.Faults()
+		for _, name := range slices.Sorted(maps.Keys(sets)) {
+			errs = append(errs, checkFaults(name+"-fault", name, *sets[name]))
+		}
+		return errors.Join(errs...)
 	}
 	start := func(ctx context.Context, log *slog.Logger) (waiter, error) { return shop.Start(ctx, cfg, log) }
 	return service{register, validate, start}
+}
+
+// checkFaults refuses a fault, given by the flag named flagName, on a
+// method the service does not simulate.
+func checkFaults(flagName, service string, s faults.Set) error {
+	if err := s.CheckMethods(service); err != nil {
+		return fmt.Errorf("--%s: %w", flagName, err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package flagenv_test
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"strings"
@@ -193,5 +194,78 @@ func TestParseKeepsArgs(t *testing.T) {
 	}
 	if got := strings.Join(f.fs.Args(), " "); got != "orders extra" {
 		t.Errorf("Args() = %q, want %q", got, "orders extra")
+	}
+}
+
+// A bad value is one line that names the flag, the value and what the
+// flag wants, and nothing is printed: no "parse error", no usage.
+func TestParseBadValueIsOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"a bad duration", []string{"--margin", "-5"}, nil, `--margin "-5": want a duration such as 800ms or 2s`},
+		{"a bad boolean", []string{"--debug=maybe"}, nil, `--debug "maybe": want true or false`},
+		{"a bad whole number", []string{"--workers", "many"}, nil, `--workers "many": want a whole number`},
+		{"a bad number", []string{"--ratio", "half"}, nil, `--ratio "half": want a number`},
+		{"a value's own refusal", []string{"--name", "bad"}, nil, `--name "bad": no "bad" names`},
+		{"the first bad value", []string{"--workers", "x", "--margin", "y"}, nil, `--workers "x": want a whole number`},
+		{"a bad variable", nil, map[string]string{"MERCADO_MARGIN": "-5"}, `MERCADO_MARGIN="-5": want a duration such as 800ms or 2s`},
+		{"an unknown flag", []string{"--nope"}, nil, "flag provided but not defined: -nope (--help lists the flags)"},
+		{"a flag without its value", []string{"--margin"}, nil, "flag needs an argument: -margin (--help lists the flags)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs.SetOutput(&out)
+			fs.Usage = func() { out.WriteString("Usage: all fifty lines of it\n") }
+			fs.Duration("margin", 0, "")
+			fs.Bool("debug", false, "")
+			fs.Int("workers", 1, "")
+			fs.Float64("ratio", 0.5, "")
+			fs.Var(picky{}, "name", "")
+			err := flagenv.Parse(fs, tc.args, env(tc.env))
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("error %v,\nwant %s", err, tc.want)
+			}
+			if out.Len() > 0 {
+				t.Errorf("printed %q, want nothing (the error says it all)", out.String())
+			}
+		})
+	}
+}
+
+// picky is a flag.Value that refuses "bad" in words of its own.
+type picky struct{}
+
+func (picky) String() string { return "" }
+func (picky) Set(v string) error {
+	if v == "bad" {
+		return errors.New(`no "bad" names`)
+	}
+	return nil
+}
+
+// --help prints the usage, once, and the flags keep their kinds for it.
+func TestParseHelpPrintsUsage(t *testing.T) {
+	var out strings.Builder
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(&out)
+	fs.Usage = func() { out.WriteString("Usage: test\n"); fs.PrintDefaults() }
+	fs.Duration("margin", time.Millisecond, "kept back")
+	fs.Bool("json", false, "print JSON")
+	err := flagenv.Parse(fs, []string{"--help"}, env(nil))
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("error %v, want flag.ErrHelp", err)
+	}
+	got := out.String()
+	if strings.Count(got, "Usage: test") != 1 || !strings.Contains(got, "-margin duration") || !strings.Contains(got, "(default 1ms)") {
+		t.Errorf("usage printed:\n%s", got)
+	}
+	// A boolean flag still needs no value after a parse.
+	if err := flagenv.Parse(fs, []string{"--json", "rest"}, env(nil)); err != nil || fs.Arg(0) != "rest" {
+		t.Errorf("--json rest: %v, args %q", err, fs.Args())
 	}
 }

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"strings"
+	"testing"
+)
+
+// TestBadUsageIsOneLine: a mistake on the command line is answered by one
+// line that names the flag (or the method) at fault and what it wants,
+// with exit status 2; the usage is not dumped after it.
+func TestBadUsageIsOneLine(t *testing.T) {
+	const catalogMethods = "(want ListProducts, GetProduct, ReserveStock, ReleaseStock or *)"
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // all that is printed
+	}{
+		{"a duration without its unit", []string{"lab", "lesson7", "--deadline", "-5"}, nil,
+			`mercado: lab lesson7: --deadline "-5": want a duration such as 800ms or 2s`},
+		{"a bad number for a service", []string{"serve", "catalog", "--workers", "x"}, nil,
+			`mercado: serve catalog: --workers "x": want a whole number`},
+		{"a bad variable", []string{"lab", "waterfall"}, map[string]string{"MERCADO_BUDGET": "soon"},
+			`mercado: lab waterfall: MERCADO_BUDGET="soon": want a duration such as 800ms or 2s`},
+		{"an unknown flag", []string{"lab", "lesson7", "--nope"}, nil,
+			`mercado: lab lesson7: flag provided but not defined: -nope (--help lists the flags)`},
+		{"an unknown fault method at start-up", []string{"serve", "catalog", "--fault", "NoSuchMethod:latency=1s"}, nil,
+			`mercado: serve catalog: --fault: unknown method "NoSuchMethod" for catalog ` + catalogMethods},
+		{"a fault method in the wrong case", []string{"serve", "catalog", "--fault", "reservestock:latency=1s"}, nil,
+			`mercado: serve catalog: --fault: unknown method "reservestock" for catalog: names are case-sensitive, did you mean ReserveStock? ` + catalogMethods},
+		{"another service's method", []string{"serve", "payments", "--fault", "CreateShipment:hang"}, nil,
+			`mercado: serve payments: --fault: unknown method "CreateShipment" for payments (want CreateCharge or *)`},
+		{"an unknown fault method in serve all", []string{"serve", "all", "--catalog-fault", "NoSuchMethod:latency=1s"}, nil,
+			`mercado: serve all: --catalog-fault: unknown method "NoSuchMethod" for catalog ` + catalogMethods},
+		{"an unknown fault method from the environment", []string{"serve", "shipping"}, map[string]string{"MERCADO_FAULT": "createshipment:hang"},
+			`mercado: serve shipping: --fault: unknown method "createshipment" for shipping: names are case-sensitive, did you mean CreateShipment? (want CreateShipment or *)`},
+		{"mercado fault with an unknown method", []string{"fault", "catalog", "--method", "NoSuchMethod", "--latency", "1s"}, nil,
+			`mercado: fault catalog: --method: unknown method "NoSuchMethod" for catalog ` + catalogMethods},
+		{"mercado fault in the wrong case", []string{"fault", "catalog", "--method", "reservestock", "--clear"}, nil,
+			`mercado: fault catalog: --method: unknown method "reservestock" for catalog: names are case-sensitive, did you mean ReserveStock? ` + catalogMethods},
+		{"mercado fault without a service", []string{"fault", "--latency", "1s"}, nil,
+			`mercado: fault: name a service: gateway, orders, catalog, payments or shipping (--help lists the flags)`},
+		{"mercado fault with a bad value", []string{"fault", "shipping", "--hang", "long"}, nil,
+			`mercado: fault shipping: --hang "long": want a duration such as 800ms or 2s`},
+		{"mercado mode with a bad flag", []string{"mode", "naive", "--mechanisms", "breakers=maybe"}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), tc.args, env(tc.env), io.Discard, &out)
+			if code := exitCode(err, &out); code != 2 {
+				t.Errorf("exit code %d, want 2 (err: %v)", code, err)
+			}
+			got := strings.TrimSuffix(out.String(), "\n")
+			if strings.Contains(got, "\n") {
+				t.Errorf("printed several lines:\n%s", out.String())
+			}
+			if tc.want != "" && got != tc.want {
+				t.Errorf("printed\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+// `mercado fault --help` lists the flags and each service's methods
+// without a service named, and succeeds.
+func TestFaultHelpNeedsNoService(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"fault", "--help"}, env(nil), io.Discard, &out); err != nil {
+		t.Fatalf("fault --help: %v", err)
+	}
+	for _, want := range []string{"-method string", "-latency duration", "-clear", "-admin string",
+		"catalog   ListProducts, GetProduct, ReserveStock, ReleaseStock", "shipping  CreateShipment"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("fault --help does not show %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// With no shop running, mercado mode and mercado fault say how to start
+// one (exit 1: the command was right, the shop is missing).
+func TestNoShopSaysHowToStartOne(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mode", "--admin", closed},
+			"mercado: mode: no shop answers at " + closed + ": start one with `go run ./cmd/mercado serve all`"},
+		{[]string{"mode", "naive", "--admin", closed},
+			"mercado: mode: no shop answers at " + closed + ": start one with `go run ./cmd/mercado serve all`"},
+		{[]string{"fault", "catalog", "--admin", closed},
+			"mercado: fault catalog: nothing answers at " + closed + ": start the shop with `go run ./cmd/mercado serve all`, or this service with `go run ./cmd/mercado serve catalog`"},
+	} {
+		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), tc.args, env(nil), io.Discard, &out)
+			if code := exitCode(err, &out); code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			if got := strings.TrimSuffix(out.String(), "\n"); got != tc.want {
+				t.Errorf("printed\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
