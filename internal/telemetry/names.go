@@ -40,7 +40,7 @@ const (
 )
 
 // Breaker states as reported by mercado_breaker_state. They match the
-// values of gobreaker's State, so int(cb.State()) can be passed as is.
+// values of breaker.State, so int(b.State()) can be passed as is.
 const (
 	BreakerClosed   = 0
 	BreakerHalfOpen = 1

@@ -29,7 +29,7 @@ func BenchmarkDoFailure(b *testing.B) {
 }
 
 // BenchmarkDoParallel is the closed breaker under contention: every call
-// takes gobreaker's mutex twice and the window's once.
+// takes the breaker's mutex twice.
 func BenchmarkDoParallel(b *testing.B) {
 	br := New(Settings{Name: "bench"})
 	fn := func() error { return nil }

@@ -202,7 +202,7 @@ func TestHalfOpen(t *testing.T) {
 				trip(t, b)
 				tr.reset()
 
-				// gobreaker turns half-open only once OpenFor has strictly
+				// The breaker turns half-open only once OpenFor has strictly
 				// passed, so look just before and just after.
 				time.Sleep(DefaultOpenFor - time.Millisecond)
 				if got, want := b.RetryAfter(), time.Millisecond; got != want {

@@ -25,8 +25,11 @@
 //   - Success: any answer the dependency chose to give, including business
 //     errors such as NotFound or FailedPrecondition.
 //
-// The state machine is github.com/sony/gobreaker/v2; this package adds the
-// count window, the classification, [Breaker.RetryAfter] and
-// [Breaker.Reset]. Like gobreaker, it never logs: it returns the sentinel
+// The rule and the transitions between closed, open and half-open are all
+// in breaker.go, one small state machine under one lock. Like
+// github.com/sony/gobreaker, it never logs: it returns the sentinel
 // [ErrOpen] and reports transitions through [Settings.OnStateChange].
+// gobreaker itself is not used because it consults its trip rule only
+// after a failure, while "10 failures in the last 20 calls" is also met by
+// a success that completes the window.
 package breaker

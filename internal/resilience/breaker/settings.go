@@ -58,17 +58,3 @@ func (s Settings) withDefaults() Settings {
 	}
 	return s
 }
-
-// minFailures is the least number of failures in a full window that trips
-// the breaker: the smallest f with f/Window ≥ FailureRatio, or Window+1
-// (never) when FailureRatio is above 1. Dividing, rather than comparing f
-// with FailureRatio·Window, keeps 3 failures out of 10 at a ratio of 0.3
-// exact: 0.3·10 is 3.0000000000000004 in floating point.
-func (s Settings) minFailures() int {
-	for f := 1; f <= s.Window; f++ {
-		if float64(f)/float64(s.Window) >= s.FailureRatio {
-			return f
-		}
-	}
-	return s.Window + 1
-}
