@@ -65,15 +65,43 @@ func productFromProto(p *catalogv1.Product) Product {
 
 func orderFromProto(o *ordersv1.Order) Order {
 	out := Order{
-		OrderID: o.GetOrderId(), Status: o.GetStatus(), Customer: o.GetCustomer(), Address: o.GetAddress(),
+		OrderID: o.GetOrderId(), Status: statusText(o.GetStatus()), Customer: o.GetCustomer(), Address: o.GetAddress(),
 		TotalCents: o.GetTotalCents(), ChargeID: o.GetChargeId(), ShipmentID: o.GetShipmentId(),
-		Failure: o.GetFailure(), CreatedAt: time.UnixMilli(o.GetCreatedUnixMs()).UTC(), ShipmentStatus: o.GetShipmentStatus(),
+		Failure: o.GetFailure(), CreatedAt: time.UnixMilli(o.GetCreatedUnixMs()).UTC(), ShipmentStatus: shipmentStatusText(o.GetShipmentStatus()),
 		Items: make([]Item, 0, len(o.GetItems())),
 	}
 	for _, it := range o.GetItems() {
 		out.Items = append(out.Items, Item{SKU: it.GetSku(), Qty: it.GetQty(), UnitPriceCents: it.GetUnitPriceCents()})
 	}
 	return out
+}
+
+// statusText is the one mapping from the wire's order status to the
+// public API's (docs/api.md).
+func statusText(s ordersv1.OrderStatus) string {
+	switch s {
+	case ordersv1.OrderStatus_ORDER_STATUS_PENDING:
+		return "pending"
+	case ordersv1.OrderStatus_ORDER_STATUS_PAYMENT_PENDING:
+		return "payment_pending"
+	case ordersv1.OrderStatus_ORDER_STATUS_CONFIRMED:
+		return "confirmed"
+	case ordersv1.OrderStatus_ORDER_STATUS_FAILED:
+		return "failed"
+	}
+	return ""
+}
+
+// shipmentStatusText is the one mapping from the wire's shipment status
+// to the public API's: none (left out) until the order is confirmed.
+func shipmentStatusText(s ordersv1.ShipmentStatus) string {
+	switch s {
+	case ordersv1.ShipmentStatus_SHIPMENT_STATUS_PENDING:
+		return "pending"
+	case ordersv1.ShipmentStatus_SHIPMENT_STATUS_BOOKED:
+		return "booked"
+	}
+	return ""
 }
 
 func (s *server) listProducts(w http.ResponseWriter, r *http.Request) {
@@ -146,7 +174,7 @@ func (s *server) checkout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/orders/"+o.GetOrderId())
-	if o.GetStatus() == "payment_pending" {
+	if o.GetStatus() == ordersv1.OrderStatus_ORDER_STATUS_PAYMENT_PENDING {
 		// The charge's outcome is unknown: the key is stored, the client
 		// looks the order up rather than retrying into a second charge.
 		writeJSON(w, http.StatusAccepted, Processing{Status: "processing", OrderID: o.GetOrderId()})

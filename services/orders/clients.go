@@ -47,7 +47,22 @@ type paymentsClient struct {
 var _ Payments = paymentsClient{}
 
 func chargeFromProto(c *paymentsv1.Charge) Charge {
-	return Charge{ID: c.GetChargeId(), Status: c.GetStatus()}
+	return Charge{ID: c.GetChargeId(), Status: chargeStatusFromProto(c.GetStatus())}
+}
+
+// chargeStatusFromProto is the one mapping from the wire's charge status
+// to orders' own. A status this version does not know is none of them,
+// so it is neither a success nor a pending charge.
+func chargeStatusFromProto(s paymentsv1.ChargeStatus) ChargeStatus {
+	switch s {
+	case paymentsv1.ChargeStatus_CHARGE_STATUS_PENDING:
+		return ChargePending
+	case paymentsv1.ChargeStatus_CHARGE_STATUS_SUCCEEDED:
+		return ChargeSucceeded
+	case paymentsv1.ChargeStatus_CHARGE_STATUS_FAILED:
+		return ChargeFailed
+	}
+	return ""
 }
 
 func (c paymentsClient) Charge(ctx context.Context, o Order) (Charge, error) {

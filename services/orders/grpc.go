@@ -19,14 +19,41 @@ type grpcServer struct {
 
 func toProto(o Order) *ordersv1.Order {
 	out := &ordersv1.Order{
-		OrderId: o.ID, Status: o.Status, Customer: o.Customer, Address: o.Address,
+		OrderId: o.ID, Status: statusToProto(o.Status), Customer: o.Customer, Address: o.Address,
 		TotalCents: o.TotalCents, ChargeId: o.ChargeID, ShipmentId: o.ShipmentID,
-		Failure: o.Failure, CreatedUnixMs: o.CreatedAt.UnixMilli(), ShipmentStatus: o.ShipmentStatus,
+		Failure: o.Failure, CreatedUnixMs: o.CreatedAt.UnixMilli(), ShipmentStatus: shipmentStatusToProto(o.ShipmentStatus),
 	}
 	for _, it := range o.Items {
 		out.Items = append(out.Items, &ordersv1.Item{Sku: it.SKU, Qty: it.Qty, UnitPriceCents: it.UnitPriceCents})
 	}
 	return out
+}
+
+// statusToProto is the one mapping from an order's status to the wire's.
+func statusToProto(s Status) ordersv1.OrderStatus {
+	switch s {
+	case StatusPending:
+		return ordersv1.OrderStatus_ORDER_STATUS_PENDING
+	case StatusPaymentPending:
+		return ordersv1.OrderStatus_ORDER_STATUS_PAYMENT_PENDING
+	case StatusConfirmed:
+		return ordersv1.OrderStatus_ORDER_STATUS_CONFIRMED
+	case StatusFailed:
+		return ordersv1.OrderStatus_ORDER_STATUS_FAILED
+	}
+	return ordersv1.OrderStatus_ORDER_STATUS_UNSPECIFIED
+}
+
+// shipmentStatusToProto is the one mapping from a shipment's status to
+// the wire's; an order not yet confirmed has none.
+func shipmentStatusToProto(s ShipmentStatus) ordersv1.ShipmentStatus {
+	switch s {
+	case ShipmentPending:
+		return ordersv1.ShipmentStatus_SHIPMENT_STATUS_PENDING
+	case ShipmentBooked:
+		return ordersv1.ShipmentStatus_SHIPMENT_STATUS_BOOKED
+	}
+	return ordersv1.ShipmentStatus_SHIPMENT_STATUS_UNSPECIFIED
 }
 
 // PlaceOrder runs the chain and sends every hop's timing back in the

@@ -47,7 +47,7 @@ func TestPlaceOrderReplay(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(*shop)
-		want  string
+		want  orders.Status
 	}{
 		{"confirmed", func(*shop) {}, orders.StatusConfirmed},
 		{"payment pending", func(s *shop) { s.payments.err = status.Error(codes.DeadlineExceeded, "too slow") }, orders.StatusPaymentPending},
@@ -100,7 +100,7 @@ func TestPlaceOrderReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !proto.Equal(a, b) || a.GetOrderId() != first.ID || a.GetStatus() != tt.want {
+			if !proto.Equal(a, b) || a.GetOrderId() != first.ID || a.GetStatus() != orders.StatusToProto(tt.want) {
 				t.Errorf("gRPC replays differ or are not the first order:\n%v\n%v", a, b)
 			}
 		})

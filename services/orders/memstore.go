@@ -23,7 +23,10 @@ type MemStore struct {
 	byKey map[string][]string
 }
 
-type orderState struct{ status, shipment string }
+type orderState struct {
+	status   Status
+	shipment ShipmentStatus
+}
 
 func stateOf(o Order) orderState { return orderState{o.Status, o.ShipmentStatus} }
 

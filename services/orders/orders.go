@@ -9,23 +9,33 @@ import (
 	"github.com/mercado-lab/mercado/internal/apperr"
 )
 
+// Status is where an order is. Its text is what the store keeps.
+type Status string
+
 // Order statuses.
 const (
 	// StatusPending: the chain is running.
-	StatusPending = "pending"
+	StatusPending Status = "pending"
 	// StatusPaymentPending: the charge's outcome is unknown (it timed out,
 	// or payments could not be reached); the reconciler settles it.
-	StatusPaymentPending = "payment_pending"
+	StatusPaymentPending Status = "payment_pending"
 	// StatusConfirmed: charged. The shipment may still be pending.
-	StatusConfirmed = "confirmed"
-	// StatusFailed: not charged, stock released.
-	StatusFailed = "failed"
+	StatusConfirmed Status = "confirmed"
+	// StatusFailed: the checkout failed; Failure says at which step. Its
+	// stock is given back.
+	StatusFailed Status = "failed"
 )
+
+// ShipmentStatus is where a confirmed order's shipment is; empty before
+// the order is confirmed.
+type ShipmentStatus string
 
 // Shipment statuses of a confirmed order.
 const (
-	ShipmentPending = "pending"
-	ShipmentBooked  = "booked"
+	// ShipmentPending: still to be booked (shipping failed after the
+	// charge); the outbox books it.
+	ShipmentPending ShipmentStatus = "pending"
+	ShipmentBooked  ShipmentStatus = "booked"
 )
 
 // Item is one line of an order.
@@ -38,7 +48,7 @@ type Item struct {
 // Order is a customer's checkout and where it got to.
 type Order struct {
 	ID       string
-	Status   string
+	Status   Status
 	Customer string
 	Items    []Item
 	Address  string
@@ -50,7 +60,7 @@ type Order struct {
 	ChargeID      string
 	ShipmentID    string
 	// ShipmentStatus is pending or booked once the order is confirmed.
-	ShipmentStatus string
+	ShipmentStatus ShipmentStatus
 	// RequestID names the client's logical checkout.
 	RequestID string
 	// IdempotencyKey is the key the order was placed under, if any: the
@@ -122,9 +132,9 @@ type Store interface {
 
 // Filter selects orders for the background workers.
 type Filter struct {
-	Status string
+	Status Status
 	// ShipmentStatus, when set, must match too.
-	ShipmentStatus string
+	ShipmentStatus ShipmentStatus
 	// UpdatedBefore keeps orders last updated before it.
 	UpdatedBefore time.Time
 	// StockHeld keeps only orders whose stock is still to be given back.
@@ -159,8 +169,21 @@ type Payments interface {
 // Charge is payments' record of a payment key.
 type Charge struct {
 	ID     string
-	Status string // pending, succeeded or failed
+	Status ChargeStatus
 }
+
+// ChargeStatus is where a charge is, as payments tells it.
+type ChargeStatus string
+
+// Charge statuses.
+const (
+	// ChargePending: the provider has not answered yet.
+	ChargePending ChargeStatus = "pending"
+	// ChargeSucceeded: the money was taken.
+	ChargeSucceeded ChargeStatus = "succeeded"
+	// ChargeFailed: no money was taken, and none will be under its key.
+	ChargeFailed ChargeStatus = "failed"
+)
 
 // Shipping books an order's shipment.
 type Shipping interface {

@@ -92,7 +92,7 @@ func (s *fakeStore) Create(ctx context.Context, o orders.Order) error {
 }
 
 func (s *fakeStore) Update(ctx context.Context, o orders.Order) error {
-	s.log.add("store.Update:" + o.Status)
+	s.log.add("store.Update:" + string(o.Status))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.updates = append(s.updates, o)
@@ -244,7 +244,7 @@ type fakePayments struct {
 
 	mu           sync.Mutex
 	err          error
-	chargeStatus string
+	chargeStatus orders.ChargeStatus
 	charged      []orders.Order
 	// during runs inside Charge, to end the request's context mid-call.
 	during func()
@@ -639,7 +639,7 @@ func TestPlaceOrderUnknownPaymentOutcome(t *testing.T) {
 	tests := []struct {
 		name   string
 		err    error
-		status string
+		status orders.ChargeStatus
 	}{
 		{"deadline exceeded", status.Error(codes.DeadlineExceeded, "payment provider did not answer in time; the charge is pending"), ""},
 		{"unavailable", status.Error(codes.Unavailable, "connection refused"), ""},
@@ -726,7 +726,7 @@ func TestPlaceOrderBookkeepingOutlivesRequest(t *testing.T) {
 	tests := []struct {
 		name       string
 		endRequest func(cancel context.CancelFunc) func(*shop)
-		wantStatus string
+		wantStatus orders.Status
 		wantCalls  []string
 	}{
 		{

@@ -68,11 +68,11 @@ func (s *Service) settle(ctx context.Context, o Order) (bool, error) {
 		return false, err
 	}
 	switch ch.Status {
-	case "succeeded":
+	case ChargeSucceeded:
 		o.ChargeID = ch.ID
 		_, err := s.ship(ctx, o)
 		return err == nil, err
-	case "failed":
+	case ChargeFailed:
 		_, _ = s.fail(ctx, o, apperr.New(apperr.Conflict, "charging: no charge was made"))
 		return true, nil
 	}
@@ -130,18 +130,18 @@ func (s *Service) recover(ctx context.Context, o Order) (Order, error) {
 	switch {
 	case err == nil:
 		o.ReservationID, o.Items, o.TotalCents = res.ID, res.Items, res.TotalCents
-	case ch.Status == "succeeded" || transient(err):
+	case ch.Status == ChargeSucceeded || transient(err):
 		return o, fmt.Errorf("finding the order's stock: %w", err)
 	}
 	switch ch.Status {
-	case "succeeded":
+	case ChargeSucceeded:
 		o.ChargeID = ch.ID
 		o, err := s.ship(ctx, o)
 		if errors.Is(err, errUnrecorded) {
 			return o, err
 		}
 		return o, nil
-	case "failed":
+	case ChargeFailed:
 		o, _ = s.fail(ctx, o, apperr.New(apperr.Conflict, "the checkout was cut off before anything was charged"))
 		return o, nil
 	}

@@ -83,10 +83,10 @@ func TestSweepAbandonedOrders(t *testing.T) {
 		getErr       error
 		voided       orders.Charge
 		wantSettled  int
-		wantStatus   string
+		wantStatus   orders.Status
 		wantRelease  bool
-		wantReplay   string // the order status a retry gets; "" for a fresh claim
-		wantKeyState string // "answered", "released" or "held"
+		wantReplay   orders.Status // the order status a retry gets; "" for a fresh claim
+		wantKeyState string        // "answered", "released" or "held"
 	}{
 		{
 			name: "charged: confirmed, shipped, key answered", got: orders.Charge{ID: "ch-9", Status: "succeeded"},

@@ -80,8 +80,8 @@ func TestReconcile(t *testing.T) {
 		voided       orders.Charge
 		wantVoid     bool
 		wantSettled  int
-		wantStatus   string
-		wantShipment string
+		wantStatus   orders.Status
+		wantShipment orders.ShipmentStatus
 		wantCharge   string
 		wantRelease  bool
 		wantFailure  string

@@ -112,12 +112,12 @@ func (s *Service) place(ctx context.Context, req PlaceRequest) (Order, error) {
 
 	ch, err := s.payments.Charge(ctx, o)
 	switch {
-	case unknownOutcome(err) || (err == nil && ch.Status == "pending"):
+	case unknownOutcome(err) || (err == nil && ch.Status == ChargePending):
 		o.Status = StatusPaymentPending
 		return s.save(ctx, o)
 	case err != nil:
 		return s.fail(ctx, o, apperr.FromGRPC(err, "charging"))
-	case ch.Status != "succeeded":
+	case ch.Status != ChargeSucceeded:
 		return s.fail(ctx, o, apperr.New(apperr.Conflict, "charging: the payment was declined"))
 	}
 	o.ChargeID = ch.ID

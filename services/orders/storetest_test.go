@@ -73,7 +73,7 @@ func storeCode(err error) apperr.Code {
 	return ""
 }
 
-func storeOrder(id, status string, updated time.Time) orders.Order {
+func storeOrder(id string, status orders.Status, updated time.Time) orders.Order {
 	return orders.Order{
 		ID: id, Status: status, Customer: "ana", Address: "1 Main St",
 		Items:      []orders.Item{{SKU: "tea", Qty: 2, UnitPriceCents: 1250}, {SKU: "mug", Qty: 1, UnitPriceCents: 1800}},
@@ -140,7 +140,7 @@ func contractUpdate(t *testing.T, newStore newStoreFunc) {
 func contractList(t *testing.T, newStore newStoreFunc) {
 	ctx := context.Background()
 	s := newStore(t)
-	add := func(id, status, shipment string, updated time.Time) {
+	add := func(id string, status orders.Status, shipment orders.ShipmentStatus, updated time.Time) {
 		t.Helper()
 		o := storeOrder(id, status, updated)
 		o.ShipmentStatus = shipment

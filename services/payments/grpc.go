@@ -14,7 +14,20 @@ type grpcServer struct {
 }
 
 func toProto(c Charge) *paymentsv1.Charge {
-	return &paymentsv1.Charge{ChargeId: c.ID, PaymentKey: c.PaymentKey, OrderId: c.OrderID, AmountCents: c.AmountCents, Status: c.Status}
+	return &paymentsv1.Charge{ChargeId: c.ID, PaymentKey: c.PaymentKey, OrderId: c.OrderID, AmountCents: c.AmountCents, Status: statusToProto(c.Status)}
+}
+
+// statusToProto is the one mapping from a charge's status to the wire's.
+func statusToProto(s Status) paymentsv1.ChargeStatus {
+	switch s {
+	case StatusPending:
+		return paymentsv1.ChargeStatus_CHARGE_STATUS_PENDING
+	case StatusSucceeded:
+		return paymentsv1.ChargeStatus_CHARGE_STATUS_SUCCEEDED
+	case StatusFailed:
+		return paymentsv1.ChargeStatus_CHARGE_STATUS_FAILED
+	}
+	return paymentsv1.ChargeStatus_CHARGE_STATUS_UNSPECIFIED
 }
 
 func (g grpcServer) CreateCharge(ctx context.Context, req *paymentsv1.ChargeRequest) (*paymentsv1.Charge, error) {

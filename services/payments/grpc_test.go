@@ -54,7 +54,7 @@ func TestGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	if first.GetChargeId() == "" || first.GetPaymentKey() != "pay_ord_1" || first.GetOrderId() != "ord_1" ||
-		first.GetAmountCents() != 2500 || first.GetStatus() != payments.StatusSucceeded {
+		first.GetAmountCents() != 2500 || first.GetStatus() != paymentsv1.ChargeStatus_CHARGE_STATUS_SUCCEEDED {
 		t.Errorf("CreateCharge = %v", first)
 	}
 	again, err := c.CreateCharge(ctx, req)
@@ -102,15 +102,15 @@ func TestGRPC(t *testing.T) {
 	// A void of a key never charged is a failed record that a late charge
 	// attempt gets back; a void of a charged key returns the charge.
 	void, err := c.VoidCharge(ctx, &paymentsv1.VoidChargeRequest{PaymentKey: "pay_ord_2"})
-	if err != nil || void.GetStatus() != payments.StatusFailed {
+	if err != nil || void.GetStatus() != paymentsv1.ChargeStatus_CHARGE_STATUS_FAILED {
 		t.Errorf("VoidCharge of an unknown key = %v, %v; want failed", void, err)
 	}
 	late, err := c.CreateCharge(ctx, &paymentsv1.ChargeRequest{PaymentKey: "pay_ord_2", OrderId: "ord_2", Customer: "ada", AmountCents: 900, RequestId: "r2"})
-	if err != nil || late.GetStatus() != payments.StatusFailed || late.GetChargeId() != void.GetChargeId() {
+	if err != nil || late.GetStatus() != paymentsv1.ChargeStatus_CHARGE_STATUS_FAILED || late.GetChargeId() != void.GetChargeId() {
 		t.Errorf("CreateCharge after the void = %v, %v; want the voided record", late, err)
 	}
 	charged, err := c.VoidCharge(ctx, &paymentsv1.VoidChargeRequest{PaymentKey: "pay_ord_1"})
-	if err != nil || charged.GetChargeId() != first.GetChargeId() || charged.GetStatus() != payments.StatusSucceeded {
+	if err != nil || charged.GetChargeId() != first.GetChargeId() || charged.GetStatus() != paymentsv1.ChargeStatus_CHARGE_STATUS_SUCCEEDED {
 		t.Errorf("VoidCharge of a charged key = %v, %v; want the charge", charged, err)
 	}
 

@@ -90,7 +90,7 @@ func (s *MemStore) Claim(ctx context.Context, c Charge) (Charge, bool, error) {
 }
 
 // Settle implements Store.
-func (s *MemStore) Settle(ctx context.Context, key, status string) (Charge, error) {
+func (s *MemStore) Settle(ctx context.Context, key string, status Status) (Charge, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.byKey[key]

@@ -22,18 +22,21 @@ type Charge struct {
 	// RequestID names the client's logical checkout, so charges can be
 	// counted per checkout even when keys are ignored.
 	RequestID string
-	Status    string
+	Status    Status
 	CreatedAt time.Time
 }
+
+// Status is where a charge is. Its text is what the store keeps.
+type Status string
 
 // Charge statuses.
 const (
 	// StatusPending: the provider has the charge and has not answered.
-	StatusPending = "pending"
+	StatusPending Status = "pending"
 	// StatusSucceeded: the provider took the money.
-	StatusSucceeded = "succeeded"
+	StatusSucceeded Status = "succeeded"
 	// StatusFailed: no money was taken, and none will be under this key.
-	StatusFailed = "failed"
+	StatusFailed Status = "failed"
 )
 
 // Stats count charges, for the duplicate-charge lesson.
@@ -54,7 +57,7 @@ type Store interface {
 	Claim(ctx context.Context, c Charge) (stored Charge, created bool, err error)
 	// Settle gives the pending charge under key its final status. A charge
 	// already settled keeps the status it has.
-	Settle(ctx context.Context, key, status string) (Charge, error)
+	Settle(ctx context.Context, key string, status Status) (Charge, error)
 	GetByKey(ctx context.Context, key string) (Charge, error)
 	Stats(ctx context.Context) (Stats, error)
 	// Pending returns up to limit (0: no limit) charges still pending

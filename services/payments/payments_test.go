@@ -62,7 +62,7 @@ func (s *countingStore) Claim(ctx context.Context, c payments.Charge) (payments.
 	return stored, created, err
 }
 
-func (s *countingStore) Settle(ctx context.Context, key, status string) (payments.Charge, error) {
+func (s *countingStore) Settle(ctx context.Context, key string, status payments.Status) (payments.Charge, error) {
 	s.mu.Lock()
 	s.settled++
 	s.mu.Unlock()
@@ -89,7 +89,7 @@ func charge(key string) payments.Charge {
 	return payments.Charge{PaymentKey: key, OrderID: "ord_1", Customer: "ada", AmountCents: 2500, RequestID: "req-1"}
 }
 
-func statusOf(t *testing.T, store payments.Store, key string) string {
+func statusOf(t *testing.T, store payments.Store, key string) payments.Status {
 	t.Helper()
 	c, err := store.GetByKey(context.Background(), key)
 	if err != nil {
@@ -210,7 +210,7 @@ func TestCreateChargeConcurrentSameKey(t *testing.T) {
 				if created, settled := store.counts(); created != 1 || settled != 1 {
 					t.Errorf("%d callers: %d charges created, %d provider calls; want 1 and 1", callers, created, settled)
 				}
-				byStatus := map[string]int{}
+				byStatus := map[payments.Status]int{}
 				for i, a := range answers {
 					if a.err != nil {
 						t.Errorf("caller %d: %v", i, a.err)
@@ -468,7 +468,8 @@ func TestStats(t *testing.T) {
 	ctx := context.Background()
 	s := payments.NewMemStore()
 	for _, c := range []struct {
-		key, request, status string
+		key, request string
+		status       payments.Status
 	}{
 		{"pay_a", "req-1", payments.StatusSucceeded},
 		{"pay_b", "req-1", payments.StatusSucceeded}, // a retried checkout charged again

@@ -77,7 +77,7 @@ func (s *PGStore) Claim(ctx context.Context, c Charge) (Charge, bool, error) {
 }
 
 // Settle implements Store: only a pending charge changes.
-func (s *PGStore) Settle(ctx context.Context, key, status string) (Charge, error) {
+func (s *PGStore) Settle(ctx context.Context, key string, status Status) (Charge, error) {
 	c, err := scanCharge(s.pool.QueryRow(ctx, `
 		UPDATE payments.charges SET status = $2
 		WHERE payment_key = $1 AND status = 'pending'

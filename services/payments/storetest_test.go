@@ -127,7 +127,7 @@ func contractStats(t *testing.T, newStore newStoreFunc) {
 	if st, err := s.Stats(ctx); err != nil || st != (payments.Stats{}) {
 		t.Fatalf("Stats of an empty store = %+v, %v", st, err)
 	}
-	claim := func(c payments.Charge, status string) {
+	claim := func(c payments.Charge, status payments.Status) {
 		t.Helper()
 		if _, _, err := s.Claim(ctx, c); err != nil {
 			t.Fatal(err)
@@ -245,7 +245,7 @@ func contractSettleConcurrent(t *testing.T, newStore newStoreFunc) {
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
-		statuses = map[string]bool{}
+		statuses = map[payments.Status]bool{}
 	)
 	for i := range 20 {
 		status := payments.StatusSucceeded

@@ -24,6 +24,120 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// OrderStatus is where a checkout got to.
+type OrderStatus int32
+
+const (
+	OrderStatus_ORDER_STATUS_UNSPECIFIED OrderStatus = 0
+	// The chain is running.
+	OrderStatus_ORDER_STATUS_PENDING OrderStatus = 1
+	// The charge's outcome is unknown (it timed out, or payments could not
+	// be reached); the reconciler settles it.
+	OrderStatus_ORDER_STATUS_PAYMENT_PENDING OrderStatus = 2
+	// Charged. The shipment may still be pending.
+	OrderStatus_ORDER_STATUS_CONFIRMED OrderStatus = 3
+	// The checkout failed; failure says at which step.
+	OrderStatus_ORDER_STATUS_FAILED OrderStatus = 4
+)
+
+// Enum value maps for OrderStatus.
+var (
+	OrderStatus_name = map[int32]string{
+		0: "ORDER_STATUS_UNSPECIFIED",
+		1: "ORDER_STATUS_PENDING",
+		2: "ORDER_STATUS_PAYMENT_PENDING",
+		3: "ORDER_STATUS_CONFIRMED",
+		4: "ORDER_STATUS_FAILED",
+	}
+	OrderStatus_value = map[string]int32{
+		"ORDER_STATUS_UNSPECIFIED":     0,
+		"ORDER_STATUS_PENDING":         1,
+		"ORDER_STATUS_PAYMENT_PENDING": 2,
+		"ORDER_STATUS_CONFIRMED":       3,
+		"ORDER_STATUS_FAILED":          4,
+	}
+)
+
+func (x OrderStatus) Enum() *OrderStatus {
+	p := new(OrderStatus)
+	*p = x
+	return p
+}
+
+func (x OrderStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OrderStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_orders_v1_orders_proto_enumTypes[0].Descriptor()
+}
+
+func (OrderStatus) Type() protoreflect.EnumType {
+	return &file_orders_v1_orders_proto_enumTypes[0]
+}
+
+func (x OrderStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OrderStatus.Descriptor instead.
+func (OrderStatus) EnumDescriptor() ([]byte, []int) {
+	return file_orders_v1_orders_proto_rawDescGZIP(), []int{0}
+}
+
+// ShipmentStatus is where a confirmed order's shipment is; unspecified
+// before the order is confirmed.
+type ShipmentStatus int32
+
+const (
+	ShipmentStatus_SHIPMENT_STATUS_UNSPECIFIED ShipmentStatus = 0
+	// Still to be booked: shipping failed after the charge, and the outbox
+	// books it later.
+	ShipmentStatus_SHIPMENT_STATUS_PENDING ShipmentStatus = 1
+	ShipmentStatus_SHIPMENT_STATUS_BOOKED  ShipmentStatus = 2
+)
+
+// Enum value maps for ShipmentStatus.
+var (
+	ShipmentStatus_name = map[int32]string{
+		0: "SHIPMENT_STATUS_UNSPECIFIED",
+		1: "SHIPMENT_STATUS_PENDING",
+		2: "SHIPMENT_STATUS_BOOKED",
+	}
+	ShipmentStatus_value = map[string]int32{
+		"SHIPMENT_STATUS_UNSPECIFIED": 0,
+		"SHIPMENT_STATUS_PENDING":     1,
+		"SHIPMENT_STATUS_BOOKED":      2,
+	}
+)
+
+func (x ShipmentStatus) Enum() *ShipmentStatus {
+	p := new(ShipmentStatus)
+	*p = x
+	return p
+}
+
+func (x ShipmentStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ShipmentStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_orders_v1_orders_proto_enumTypes[1].Descriptor()
+}
+
+func (ShipmentStatus) Type() protoreflect.EnumType {
+	return &file_orders_v1_orders_proto_enumTypes[1]
+}
+
+func (x ShipmentStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ShipmentStatus.Descriptor instead.
+func (ShipmentStatus) EnumDescriptor() ([]byte, []int) {
+	return file_orders_v1_orders_proto_rawDescGZIP(), []int{1}
+}
+
 type Item struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Sku            string                 `protobuf:"bytes,1,opt,name=sku,proto3" json:"sku,omitempty"`
@@ -169,7 +283,7 @@ func (x *PlaceOrderRequest) GetRequestId() string {
 type Order struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	OrderId    string                 `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
-	Status     string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Status     OrderStatus            `protobuf:"varint,12,opt,name=status,proto3,enum=mercado.orders.v1.OrderStatus" json:"status,omitempty"`
 	Customer   string                 `protobuf:"bytes,3,opt,name=customer,proto3" json:"customer,omitempty"`
 	Items      []*Item                `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
 	Address    string                 `protobuf:"bytes,5,opt,name=address,proto3" json:"address,omitempty"`
@@ -179,10 +293,8 @@ type Order struct {
 	// failure says why a failed order failed, empty otherwise.
 	Failure string `protobuf:"bytes,9,opt,name=failure,proto3" json:"failure,omitempty"`
 	// created_unix_ms is the creation time in Unix milliseconds.
-	CreatedUnixMs int64 `protobuf:"varint,10,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
-	// shipment_status is pending while the shipment is still to be booked
-	// (shipping failed after the charge), booked once it is.
-	ShipmentStatus string `protobuf:"bytes,11,opt,name=shipment_status,json=shipmentStatus,proto3" json:"shipment_status,omitempty"`
+	CreatedUnixMs  int64          `protobuf:"varint,10,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	ShipmentStatus ShipmentStatus `protobuf:"varint,13,opt,name=shipment_status,json=shipmentStatus,proto3,enum=mercado.orders.v1.ShipmentStatus" json:"shipment_status,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -224,11 +336,11 @@ func (x *Order) GetOrderId() string {
 	return ""
 }
 
-func (x *Order) GetStatus() string {
+func (x *Order) GetStatus() OrderStatus {
 	if x != nil {
 		return x.Status
 	}
-	return ""
+	return OrderStatus_ORDER_STATUS_UNSPECIFIED
 }
 
 func (x *Order) GetCustomer() string {
@@ -287,11 +399,11 @@ func (x *Order) GetCreatedUnixMs() int64 {
 	return 0
 }
 
-func (x *Order) GetShipmentStatus() string {
+func (x *Order) GetShipmentStatus() ShipmentStatus {
 	if x != nil {
 		return x.ShipmentStatus
 	}
-	return ""
+	return ShipmentStatus_SHIPMENT_STATUS_UNSPECIFIED
 }
 
 type GetOrderRequest struct {
@@ -353,10 +465,10 @@ const file_orders_v1_orders_proto_rawDesc = "" +
 	"\aaddress\x18\x03 \x01(\tR\aaddress\x12'\n" +
 	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x05 \x01(\tR\trequestId\"\xe9\x02\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"\xb8\x03\n" +
 	"\x05Order\x12\x19\n" +
-	"\border_id\x18\x01 \x01(\tR\aorderId\x12\x16\n" +
-	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1a\n" +
+	"\border_id\x18\x01 \x01(\tR\aorderId\x126\n" +
+	"\x06status\x18\f \x01(\x0e2\x1e.mercado.orders.v1.OrderStatusR\x06status\x12\x1a\n" +
 	"\bcustomer\x18\x03 \x01(\tR\bcustomer\x12-\n" +
 	"\x05items\x18\x04 \x03(\v2\x17.mercado.orders.v1.ItemR\x05items\x12\x18\n" +
 	"\aaddress\x18\x05 \x01(\tR\aaddress\x12\x1f\n" +
@@ -367,10 +479,20 @@ const file_orders_v1_orders_proto_rawDesc = "" +
 	"shipmentId\x12\x18\n" +
 	"\afailure\x18\t \x01(\tR\afailure\x12&\n" +
 	"\x0fcreated_unix_ms\x18\n" +
-	" \x01(\x03R\rcreatedUnixMs\x12'\n" +
-	"\x0fshipment_status\x18\v \x01(\tR\x0eshipmentStatus\",\n" +
+	" \x01(\x03R\rcreatedUnixMs\x12J\n" +
+	"\x0fshipment_status\x18\r \x01(\x0e2!.mercado.orders.v1.ShipmentStatusR\x0eshipmentStatusJ\x04\b\x02\x10\x03J\x04\b\v\x10\f\",\n" +
 	"\x0fGetOrderRequest\x12\x19\n" +
-	"\border_id\x18\x01 \x01(\tR\aorderId2\xa7\x01\n" +
+	"\border_id\x18\x01 \x01(\tR\aorderId*\x9c\x01\n" +
+	"\vOrderStatus\x12\x1c\n" +
+	"\x18ORDER_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14ORDER_STATUS_PENDING\x10\x01\x12 \n" +
+	"\x1cORDER_STATUS_PAYMENT_PENDING\x10\x02\x12\x1a\n" +
+	"\x16ORDER_STATUS_CONFIRMED\x10\x03\x12\x17\n" +
+	"\x13ORDER_STATUS_FAILED\x10\x04*j\n" +
+	"\x0eShipmentStatus\x12\x1f\n" +
+	"\x1bSHIPMENT_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17SHIPMENT_STATUS_PENDING\x10\x01\x12\x1a\n" +
+	"\x16SHIPMENT_STATUS_BOOKED\x10\x022\xa7\x01\n" +
 	"\rOrdersService\x12L\n" +
 	"\n" +
 	"PlaceOrder\x12$.mercado.orders.v1.PlaceOrderRequest\x1a\x18.mercado.orders.v1.Order\x12H\n" +
@@ -388,25 +510,30 @@ func file_orders_v1_orders_proto_rawDescGZIP() []byte {
 	return file_orders_v1_orders_proto_rawDescData
 }
 
+var file_orders_v1_orders_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_orders_v1_orders_proto_goTypes = []any{
-	(*Item)(nil),              // 0: mercado.orders.v1.Item
-	(*PlaceOrderRequest)(nil), // 1: mercado.orders.v1.PlaceOrderRequest
-	(*Order)(nil),             // 2: mercado.orders.v1.Order
-	(*GetOrderRequest)(nil),   // 3: mercado.orders.v1.GetOrderRequest
+	(OrderStatus)(0),          // 0: mercado.orders.v1.OrderStatus
+	(ShipmentStatus)(0),       // 1: mercado.orders.v1.ShipmentStatus
+	(*Item)(nil),              // 2: mercado.orders.v1.Item
+	(*PlaceOrderRequest)(nil), // 3: mercado.orders.v1.PlaceOrderRequest
+	(*Order)(nil),             // 4: mercado.orders.v1.Order
+	(*GetOrderRequest)(nil),   // 5: mercado.orders.v1.GetOrderRequest
 }
 var file_orders_v1_orders_proto_depIdxs = []int32{
-	0, // 0: mercado.orders.v1.PlaceOrderRequest.items:type_name -> mercado.orders.v1.Item
-	0, // 1: mercado.orders.v1.Order.items:type_name -> mercado.orders.v1.Item
-	1, // 2: mercado.orders.v1.OrdersService.PlaceOrder:input_type -> mercado.orders.v1.PlaceOrderRequest
-	3, // 3: mercado.orders.v1.OrdersService.GetOrder:input_type -> mercado.orders.v1.GetOrderRequest
-	2, // 4: mercado.orders.v1.OrdersService.PlaceOrder:output_type -> mercado.orders.v1.Order
-	2, // 5: mercado.orders.v1.OrdersService.GetOrder:output_type -> mercado.orders.v1.Order
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	2, // 0: mercado.orders.v1.PlaceOrderRequest.items:type_name -> mercado.orders.v1.Item
+	0, // 1: mercado.orders.v1.Order.status:type_name -> mercado.orders.v1.OrderStatus
+	2, // 2: mercado.orders.v1.Order.items:type_name -> mercado.orders.v1.Item
+	1, // 3: mercado.orders.v1.Order.shipment_status:type_name -> mercado.orders.v1.ShipmentStatus
+	3, // 4: mercado.orders.v1.OrdersService.PlaceOrder:input_type -> mercado.orders.v1.PlaceOrderRequest
+	5, // 5: mercado.orders.v1.OrdersService.GetOrder:input_type -> mercado.orders.v1.GetOrderRequest
+	4, // 6: mercado.orders.v1.OrdersService.PlaceOrder:output_type -> mercado.orders.v1.Order
+	4, // 7: mercado.orders.v1.OrdersService.GetOrder:output_type -> mercado.orders.v1.Order
+	6, // [6:8] is the sub-list for method output_type
+	4, // [4:6] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_orders_v1_orders_proto_init() }
@@ -419,13 +546,14 @@ func file_orders_v1_orders_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_orders_v1_orders_proto_rawDesc), len(file_orders_v1_orders_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      2,
 			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_orders_v1_orders_proto_goTypes,
 		DependencyIndexes: file_orders_v1_orders_proto_depIdxs,
+		EnumInfos:         file_orders_v1_orders_proto_enumTypes,
 		MessageInfos:      file_orders_v1_orders_proto_msgTypes,
 	}.Build()
 	File_orders_v1_orders_proto = out.File

@@ -24,6 +24,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ChargeStatus is where a charge is.
+type ChargeStatus int32
+
+const (
+	ChargeStatus_CHARGE_STATUS_UNSPECIFIED ChargeStatus = 0
+	// The provider has the charge and has not answered yet.
+	ChargeStatus_CHARGE_STATUS_PENDING ChargeStatus = 1
+	// The provider took the money.
+	ChargeStatus_CHARGE_STATUS_SUCCEEDED ChargeStatus = 2
+	// No money was taken, and none will be under this payment key.
+	ChargeStatus_CHARGE_STATUS_FAILED ChargeStatus = 3
+)
+
+// Enum value maps for ChargeStatus.
+var (
+	ChargeStatus_name = map[int32]string{
+		0: "CHARGE_STATUS_UNSPECIFIED",
+		1: "CHARGE_STATUS_PENDING",
+		2: "CHARGE_STATUS_SUCCEEDED",
+		3: "CHARGE_STATUS_FAILED",
+	}
+	ChargeStatus_value = map[string]int32{
+		"CHARGE_STATUS_UNSPECIFIED": 0,
+		"CHARGE_STATUS_PENDING":     1,
+		"CHARGE_STATUS_SUCCEEDED":   2,
+		"CHARGE_STATUS_FAILED":      3,
+	}
+)
+
+func (x ChargeStatus) Enum() *ChargeStatus {
+	p := new(ChargeStatus)
+	*p = x
+	return p
+}
+
+func (x ChargeStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ChargeStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_payments_v1_payments_proto_enumTypes[0].Descriptor()
+}
+
+func (ChargeStatus) Type() protoreflect.EnumType {
+	return &file_payments_v1_payments_proto_enumTypes[0]
+}
+
+func (x ChargeStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ChargeStatus.Descriptor instead.
+func (ChargeStatus) EnumDescriptor() ([]byte, []int) {
+	return file_payments_v1_payments_proto_rawDescGZIP(), []int{0}
+}
+
 type ChargeRequest struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	PaymentKey  string                 `protobuf:"bytes,1,opt,name=payment_key,json=paymentKey,proto3" json:"payment_key,omitempty"`
@@ -103,14 +159,12 @@ func (x *ChargeRequest) GetRequestId() string {
 }
 
 type Charge struct {
-	state       protoimpl.MessageState `protogen:"open.v1"`
-	ChargeId    string                 `protobuf:"bytes,1,opt,name=charge_id,json=chargeId,proto3" json:"charge_id,omitempty"`
-	PaymentKey  string                 `protobuf:"bytes,2,opt,name=payment_key,json=paymentKey,proto3" json:"payment_key,omitempty"`
-	OrderId     string                 `protobuf:"bytes,3,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
-	AmountCents int64                  `protobuf:"varint,4,opt,name=amount_cents,json=amountCents,proto3" json:"amount_cents,omitempty"`
-	// status is pending (the provider has not answered yet), succeeded or
-	// failed.
-	Status        string `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ChargeId      string                 `protobuf:"bytes,1,opt,name=charge_id,json=chargeId,proto3" json:"charge_id,omitempty"`
+	PaymentKey    string                 `protobuf:"bytes,2,opt,name=payment_key,json=paymentKey,proto3" json:"payment_key,omitempty"`
+	OrderId       string                 `protobuf:"bytes,3,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	AmountCents   int64                  `protobuf:"varint,4,opt,name=amount_cents,json=amountCents,proto3" json:"amount_cents,omitempty"`
+	Status        ChargeStatus           `protobuf:"varint,6,opt,name=status,proto3,enum=mercado.payments.v1.ChargeStatus" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -173,11 +227,11 @@ func (x *Charge) GetAmountCents() int64 {
 	return 0
 }
 
-func (x *Charge) GetStatus() string {
+func (x *Charge) GetStatus() ChargeStatus {
 	if x != nil {
 		return x.Status
 	}
-	return ""
+	return ChargeStatus_CHARGE_STATUS_UNSPECIFIED
 }
 
 type GetChargeRequest struct {
@@ -280,20 +334,25 @@ const file_payments_v1_payments_proto_rawDesc = "" +
 	"\bcustomer\x18\x03 \x01(\tR\bcustomer\x12!\n" +
 	"\famount_cents\x18\x04 \x01(\x03R\vamountCents\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x05 \x01(\tR\trequestId\"\x9c\x01\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"\xc5\x01\n" +
 	"\x06Charge\x12\x1b\n" +
 	"\tcharge_id\x18\x01 \x01(\tR\bchargeId\x12\x1f\n" +
 	"\vpayment_key\x18\x02 \x01(\tR\n" +
 	"paymentKey\x12\x19\n" +
 	"\border_id\x18\x03 \x01(\tR\aorderId\x12!\n" +
-	"\famount_cents\x18\x04 \x01(\x03R\vamountCents\x12\x16\n" +
-	"\x06status\x18\x05 \x01(\tR\x06status\"3\n" +
+	"\famount_cents\x18\x04 \x01(\x03R\vamountCents\x129\n" +
+	"\x06status\x18\x06 \x01(\x0e2!.mercado.payments.v1.ChargeStatusR\x06statusJ\x04\b\x05\x10\x06\"3\n" +
 	"\x10GetChargeRequest\x12\x1f\n" +
 	"\vpayment_key\x18\x01 \x01(\tR\n" +
 	"paymentKey\"4\n" +
 	"\x11VoidChargeRequest\x12\x1f\n" +
 	"\vpayment_key\x18\x01 \x01(\tR\n" +
-	"paymentKey2\x86\x02\n" +
+	"paymentKey*\x7f\n" +
+	"\fChargeStatus\x12\x1d\n" +
+	"\x19CHARGE_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15CHARGE_STATUS_PENDING\x10\x01\x12\x1b\n" +
+	"\x17CHARGE_STATUS_SUCCEEDED\x10\x02\x12\x18\n" +
+	"\x14CHARGE_STATUS_FAILED\x10\x032\x86\x02\n" +
 	"\x0fPaymentsService\x12O\n" +
 	"\fCreateCharge\x12\".mercado.payments.v1.ChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12O\n" +
 	"\tGetCharge\x12%.mercado.payments.v1.GetChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12Q\n" +
@@ -312,25 +371,28 @@ func file_payments_v1_payments_proto_rawDescGZIP() []byte {
 	return file_payments_v1_payments_proto_rawDescData
 }
 
+var file_payments_v1_payments_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_payments_v1_payments_proto_goTypes = []any{
-	(*ChargeRequest)(nil),     // 0: mercado.payments.v1.ChargeRequest
-	(*Charge)(nil),            // 1: mercado.payments.v1.Charge
-	(*GetChargeRequest)(nil),  // 2: mercado.payments.v1.GetChargeRequest
-	(*VoidChargeRequest)(nil), // 3: mercado.payments.v1.VoidChargeRequest
+	(ChargeStatus)(0),         // 0: mercado.payments.v1.ChargeStatus
+	(*ChargeRequest)(nil),     // 1: mercado.payments.v1.ChargeRequest
+	(*Charge)(nil),            // 2: mercado.payments.v1.Charge
+	(*GetChargeRequest)(nil),  // 3: mercado.payments.v1.GetChargeRequest
+	(*VoidChargeRequest)(nil), // 4: mercado.payments.v1.VoidChargeRequest
 }
 var file_payments_v1_payments_proto_depIdxs = []int32{
-	0, // 0: mercado.payments.v1.PaymentsService.CreateCharge:input_type -> mercado.payments.v1.ChargeRequest
-	2, // 1: mercado.payments.v1.PaymentsService.GetCharge:input_type -> mercado.payments.v1.GetChargeRequest
-	3, // 2: mercado.payments.v1.PaymentsService.VoidCharge:input_type -> mercado.payments.v1.VoidChargeRequest
-	1, // 3: mercado.payments.v1.PaymentsService.CreateCharge:output_type -> mercado.payments.v1.Charge
-	1, // 4: mercado.payments.v1.PaymentsService.GetCharge:output_type -> mercado.payments.v1.Charge
-	1, // 5: mercado.payments.v1.PaymentsService.VoidCharge:output_type -> mercado.payments.v1.Charge
-	3, // [3:6] is the sub-list for method output_type
-	0, // [0:3] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	0, // 0: mercado.payments.v1.Charge.status:type_name -> mercado.payments.v1.ChargeStatus
+	1, // 1: mercado.payments.v1.PaymentsService.CreateCharge:input_type -> mercado.payments.v1.ChargeRequest
+	3, // 2: mercado.payments.v1.PaymentsService.GetCharge:input_type -> mercado.payments.v1.GetChargeRequest
+	4, // 3: mercado.payments.v1.PaymentsService.VoidCharge:input_type -> mercado.payments.v1.VoidChargeRequest
+	2, // 4: mercado.payments.v1.PaymentsService.CreateCharge:output_type -> mercado.payments.v1.Charge
+	2, // 5: mercado.payments.v1.PaymentsService.GetCharge:output_type -> mercado.payments.v1.Charge
+	2, // 6: mercado.payments.v1.PaymentsService.VoidCharge:output_type -> mercado.payments.v1.Charge
+	4, // [4:7] is the sub-list for method output_type
+	1, // [1:4] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_payments_v1_payments_proto_init() }
@@ -343,13 +405,14 @@ func file_payments_v1_payments_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_payments_v1_payments_proto_rawDesc), len(file_payments_v1_payments_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_payments_v1_payments_proto_goTypes,
 		DependencyIndexes: file_payments_v1_payments_proto_depIdxs,
+		EnumInfos:         file_payments_v1_payments_proto_enumTypes,
 		MessageInfos:      file_payments_v1_payments_proto_msgTypes,
 	}.Build()
 	File_payments_v1_payments_proto = out.File
