@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
@@ -23,8 +25,9 @@ import (
 const MaxMessageBytes = 1 << 20
 
 // StartGRPC starts k's gRPC service, with its handlers added by register,
-// with the standard health service and
-// reflection, and its admin listener, and serves until ctx ends.
+// with the standard health service (answering for each service's own name
+// and for the empty one) and reflection, and its admin listener, and
+// serves until ctx ends.
 //
 // When the kit's tracing is on, every request (health checks aside) gets
 // a server span that continues the caller's trace. Every request passes,
@@ -56,11 +59,32 @@ func StartGRPC(ctx context.Context, k *Kit, register func(*grpc.Server)) (*Proce
 	healthpb.RegisterHealthServer(srv, hs)
 	reflection.Register(srv)
 	register(srv)
+	servingHealth(srv, hs, k.Metrics)
 	return start(ctx, options{
 		name: k.Name, addr: k.common.Addr, adminAddr: k.common.AdminAddr,
 		drain: k.common.DrainTimeout, log: k.Log, admin: k.AdminHandler(),
 		onStop: hs.Shutdown, metrics: k.Metrics, ready: k.ready, release: k.Close,
 	}, grpcServer{srv})
+}
+
+// servingHealth makes the health service answer SERVING for each service
+// registered on srv by its own name (mercado.catalog.v1.CatalogService),
+// as well as for the empty name that means the whole server; hs.Shutdown,
+// at the start of a drain, turns every one NOT_SERVING. Each service's
+// methods are declared to the metrics too, so that their request counters
+// are exported, at zero, before the first request.
+func servingHealth(srv *grpc.Server, hs *health.Server, m *telemetry.Metrics) {
+	for name, info := range srv.GetServiceInfo() {
+		if name == healthpb.Health_ServiceDesc.ServiceName || strings.HasPrefix(name, "grpc.reflection.") {
+			continue
+		}
+		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+		for _, method := range info.Methods {
+			if !method.IsClientStream && !method.IsServerStream { // the interceptors count unary calls
+				m.Serving("/" + name + "/" + method.Name)
+			}
+		}
+	}
 }
 
 type grpcServer struct{ *grpc.Server }

@@ -380,3 +380,46 @@ func TestStartGRPCListenErrors(t *testing.T) {
 		})
 	}
 }
+
+// The health service answers for the service's own name as well as for
+// the whole server (""), and both turn NOT_SERVING as soon as a drain
+// starts, while calls in flight still finish.
+func TestHealthNamesTurnNotServingWhenDraining(t *testing.T) {
+	s := startGRPC(t, common(mode.Budgeted), &probe{})
+	ctx, cancel := context.WithTimeout(context.Background(), stopBound)
+	defer cancel()
+	hc := healthpb.NewHealthClient(s.cc)
+	names := []string{"", probeDesc.ServiceName}
+	var watches []healthpb.Health_WatchClient
+	for _, name := range names {
+		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: name})
+		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("Check(%q) = %v, %v; want SERVING", name, resp.GetStatus(), err)
+		}
+		w, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{Service: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first, err := w.Recv(); err != nil || first.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("Watch(%q) first = %v, %v; want SERVING", name, first.GetStatus(), err)
+		}
+		watches = append(watches, w)
+	}
+	for _, name := range []string{"grpc.health.v1.Health", "mercado.test.Nope"} {
+		if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: name}); status.Code(err) != codes.NotFound {
+			t.Errorf("Check(%q) = %v; want NotFound", name, err)
+		}
+	}
+
+	s.cancel() // the drain starts
+	for i, w := range watches {
+		got, err := w.Recv()
+		if err != nil || got.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Errorf("Watch(%q) after the stop = %v, %v; want NOT_SERVING", names[i], got.GetStatus(), err)
+		}
+	}
+	cancel() // the watches end, and the drain with them
+	if err := waitStopped(t, s.p); err != nil {
+		t.Errorf("Wait() = %v", err)
+	}
+}

@@ -3,6 +3,8 @@ package serve
 import (
 	"context"
 	"net/http"
+
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // StartHTTP starts k's HTTP service, serving h, and its admin listener and serves until
@@ -11,6 +13,9 @@ import (
 // (see drainingHTTP).
 func StartHTTP(ctx context.Context, k *Kit, h http.Handler) (*Process, error) {
 	srv := NewHTTPServer(h)
+	// The edge counts its requests under one method (see deadline.Edge):
+	// exported at zero from the start, like a gRPC service's methods.
+	k.Metrics.Serving(deadline.EdgeMethod)
 	return start(ctx, options{
 		name: k.Name, addr: k.common.Addr, adminAddr: k.common.AdminAddr,
 		drain: k.common.DrainTimeout, log: k.Log, admin: k.AdminHandler(), metrics: k.Metrics,

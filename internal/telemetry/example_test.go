@@ -22,7 +22,8 @@ func Example() {
 	m.Skipped(ctx, telemetry.ReasonBreakerOpen)
 	m.Skipped(ctx, telemetry.ReasonBreakerOpen)
 
-	// What Prometheus sees on the admin port's /metrics.
+	// What Prometheus sees on the admin port's /metrics: every reason,
+	// at zero until its first skip, so rate() works from the start.
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for line := range strings.Lines(rec.Body.String()) {
@@ -33,5 +34,10 @@ func Example() {
 	// Output:
 	// # HELP mercado_skipped_total Calls or requests not served, by reason.
 	// # TYPE mercado_skipped_total counter
+	// mercado_skipped_total{reason="below_floor_on_arrival",service="orders"} 0
 	// mercado_skipped_total{reason="breaker_open",service="orders"} 2
+	// mercado_skipped_total{reason="bulkhead_full",service="orders"} 0
+	// mercado_skipped_total{reason="expired_at_dequeue",service="orders"} 0
+	// mercado_skipped_total{reason="expired_on_arrival",service="orders"} 0
+	// mercado_skipped_total{reason="insufficient_budget",service="orders"} 0
 }

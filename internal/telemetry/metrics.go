@@ -112,6 +112,7 @@ func New(service string) (*Metrics, error) {
 		_ = provider.Shutdown(context.Background())
 		return nil, fmt.Errorf("telemetry: instruments for %s: %w", service, err)
 	}
+	m.zeroAtStart()
 	return m, nil
 }
 

@@ -211,8 +211,12 @@ func TestServicesDoNotSeeEachOther(t *testing.T) {
 					}
 				}
 			}
-			if mf := families["mercado_skipped_total"]; len(mf.GetMetric()) != 1 || value(mf.GetMetric()[0]) != tt.wantSkipped {
-				t.Errorf("mercado_skipped_total = %v; want one series of %v", mf.GetMetric(), tt.wantSkipped)
+			sum := 0.0
+			for _, s := range families["mercado_skipped_total"].GetMetric() {
+				sum += value(s)
+			}
+			if got := value(series(families, "mercado_skipped_total", map[string]string{"reason": ReasonBreakerOpen})); got != tt.wantSkipped || sum != tt.wantSkipped {
+				t.Errorf("mercado_skipped_total{reason=breaker_open} = %v, all reasons %v; want %v", got, sum, tt.wantSkipped)
 			}
 			if families[tt.wantFamily] == nil {
 				t.Errorf("family %s missing", tt.wantFamily)
@@ -416,7 +420,7 @@ func TestConcurrentUse(t *testing.T) {
 	}{
 		{"mercado_requests_total", nil, total},
 		{"mercado_budget_remaining_on_arrival_seconds", nil, total},
-		{"mercado_skipped_total", nil, total},
+		{"mercado_skipped_total", map[string]string{"reason": ReasonBreakerOpen}, total},
 		{"mercado_late_completions_total", nil, total},
 		{"mercado_hop_duration_seconds", map[string]string{"dep": "dep0"}, perDep},
 		{"mercado_attempts_total", map[string]string{"dep": "dep1"}, perDep},

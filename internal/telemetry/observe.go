@@ -21,7 +21,9 @@ type breakerObserver struct {
 // mercado_pool_waiting and mercado_pool_capacity{pool=name}. stats is called
 // at scrape time, never on the request path, so it reads the pool as it is
 // when Prometheus looks. Observing the same name again replaces the earlier
-// stats: a pool rebuilt on a mode switch is simply observed again.
+// stats: a pool rebuilt on a mode switch is simply observed again. The
+// pool's mercado_pool_rejections_total is exported from now on, at zero
+// until its first rejection.
 func (m *Metrics) ObservePool(name string, stats func() (inFlight, waiting, capacity int)) error {
 	if m == nil {
 		return nil
@@ -30,6 +32,7 @@ func (m *Metrics) ObservePool(name string, stats func() (inFlight, waiting, capa
 		return errors.New("telemetry: ObservePool needs a pool name and a stats function")
 	}
 	o := poolObserver{stats: stats, opts: m.pools.get(name)}
+	m.zeroPool(o.opts)
 	m.observed.mu.Lock()
 	defer m.observed.mu.Unlock()
 	if m.observed.pools == nil {
@@ -42,7 +45,9 @@ func (m *Metrics) ObservePool(name string, stats func() (inFlight, waiting, capa
 // ObserveBreaker reports a dependency's circuit breaker as the gauge
 // mercado_breaker_state{dep} (BreakerClosed, BreakerHalfOpen, BreakerOpen).
 // state is called at scrape time. Observing the same dep again replaces the
-// earlier state function.
+// earlier state function. The dependency's mercado_attempts_total,
+// mercado_retries_total and mercado_breaker_transitions_total are exported
+// from now on, at zero until the first event.
 func (m *Metrics) ObserveBreaker(dep string, state func() int) error {
 	if m == nil {
 		return nil
@@ -51,6 +56,7 @@ func (m *Metrics) ObserveBreaker(dep string, state func() int) error {
 		return errors.New("telemetry: ObserveBreaker needs a dependency name and a state function")
 	}
 	o := breakerObserver{state: state, opts: m.deps.get(dep)}
+	m.zeroDependency(dep)
 	m.observed.mu.Lock()
 	defer m.observed.mu.Unlock()
 	if m.observed.breakers == nil {

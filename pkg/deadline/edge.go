@@ -14,6 +14,10 @@ const (
 	DefaultMaxBudget = 10 * time.Second
 )
 
+// EdgeMethod is the Method of the arrivals and late completions the edge
+// reports to its hooks.
+const EdgeMethod = "http"
+
 // EdgeOptions configure [Edge]. The zero value is usable.
 type EdgeOptions struct {
 	// Default is the budget of a request that sent no X-Deadline-Ms
@@ -29,7 +33,7 @@ type EdgeOptions struct {
 	// Reject writes the answer to a request with a bad header. Nil writes
 	// a 400 application/problem+json.
 	Reject func(w http.ResponseWriter, r *http.Request, err error)
-	// Hooks observe arrivals (Method "http") and late completions.
+	// Hooks observe arrivals (Method EdgeMethod) and late completions.
 	Hooks Hooks
 }
 
@@ -73,7 +77,7 @@ func Edge(o EdgeOptions) func(http.Handler) http.Handler {
 			}
 			start := time.Now()
 			if o.Hooks.OnArrival != nil {
-				o.Hooks.OnArrival(r.Context(), ArrivalInfo{Method: "http", HasBudget: true, Remaining: budget})
+				o.Hooks.OnArrival(r.Context(), ArrivalInfo{Method: EdgeMethod, HasBudget: true, Remaining: budget})
 			}
 			ctx := WithClientDeadline(r.Context(), start.Add(budget))
 			if o.Stamp == nil || o.Stamp() {
@@ -83,7 +87,7 @@ func Edge(o EdgeOptions) func(http.Handler) http.Handler {
 			}
 			next.ServeHTTP(w, r.WithContext(ctx))
 			if late, ok := lateBy(ctx, time.Now()); ok && o.Hooks.OnLate != nil {
-				o.Hooks.OnLate(ctx, LateInfo{Method: "http", Late: late})
+				o.Hooks.OnLate(ctx, LateInfo{Method: EdgeMethod, Late: late})
 			}
 		})
 	}
