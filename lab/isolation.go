@@ -213,7 +213,9 @@ func isolationOnce(ctx context.Context, cfg IsolationConfig, m mode.Mode, log *s
 		}
 		out.BreakerOpens += int(fams.Sum(telemetry.NameBreakerTransitions, map[string]string{"to": "open"}))
 		for reason, n := range fams.ByLabel(telemetry.NameSkipped, "reason") {
-			out.Skipped[reason] += int(n)
+			if n > 0 { // every reason is exported, at zero until its first skip
+				out.Skipped[reason] += int(n)
+			}
 		}
 		out.LateWorkSeconds += fams.Sum(telemetry.NameLateWork, nil)
 		if p.Name == "shipping" {
