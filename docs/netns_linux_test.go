@@ -23,8 +23,8 @@ var errNoNamespace = errors.New("no network namespace of its own")
 func rerunInNamespace(t *testing.T, bin string) error {
 	t.Helper()
 	pattern := "^TestDocumentedCommands$"
-	if f := flagValue("test.run"); f != "" {
-		pattern = f
+	if f := flagValue("test.run"); strings.Contains(f, "/") {
+		pattern = f // one block, such as -run 'TestDocumentedCommands/lesson-7.md:149'
 	}
 	args := []string{"-test.run=" + pattern, "-test.timeout=0"}
 	if testing.Verbose() {
@@ -32,7 +32,7 @@ func rerunInNamespace(t *testing.T, bin string) error {
 	}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), namespaceEnv+"=1", binEnv+"="+bin)
-	cmd.Stdout = &dropSummary{w: os.Stdout}
+	cmd.Stdout = &relay{w: os.Stdout}
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
@@ -71,18 +71,20 @@ func loopbackUp() error {
 	return nil
 }
 
-// dropSummary passes the inner test's output on, except its closing PASS
-// or FAIL line: the outer test prints its own.
-type dropSummary struct {
+// relay passes the inner test's output on, except the lines the outer
+// test prints itself: the test's own start and end, and PASS or FAIL.
+type relay struct {
 	w       io.Writer
 	partial string
 }
 
-func (d *dropSummary) Write(p []byte) (int, error) {
+func (d *relay) Write(p []byte) (int, error) {
 	lines := strings.SplitAfter(d.partial+string(p), "\n")
 	d.partial = lines[len(lines)-1]
 	for _, line := range lines[:len(lines)-1] {
-		if line == "PASS\n" || line == "FAIL\n" {
+		if line == "PASS\n" || line == "FAIL\n" || line == "=== RUN   TestDocumentedCommands\n" ||
+			strings.HasPrefix(line, "--- PASS: TestDocumentedCommands (") ||
+			strings.HasPrefix(line, "--- FAIL: TestDocumentedCommands (") {
 			continue
 		}
 		if _, err := io.WriteString(d.w, line); err != nil {
