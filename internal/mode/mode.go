@@ -182,6 +182,3 @@ func (l *Live) Switch(s Settings) {
 		f(s)
 	}
 }
-
-// Policy returns the deadline policy in force.
-func (l *Live) Policy() deadline.Policy { return l.Load().Policy() }

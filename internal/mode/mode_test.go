@@ -1,6 +1,7 @@
 package mode_test
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"io"
@@ -143,15 +144,15 @@ func TestLive(t *testing.T) {
 	if got := l.Load(); got != naive {
 		t.Errorf("Load() = %+v, want %+v", got, naive)
 	}
-	if got := l.Policy(); got != naive.Policy() {
-		t.Errorf("Policy() = %+v, want %+v", got, naive.Policy())
+	if got := l.For(context.Background()).Policy(); got != naive.Policy() {
+		t.Errorf("For(no request).Policy() = %+v, want %+v", got, naive.Policy())
 	}
 	l.Store(budgeted)
 	if got := l.Load(); got != budgeted {
 		t.Errorf("after Store, Load() = %+v, want %+v", got, budgeted)
 	}
-	if got := l.Policy(); got != budgeted.Policy() {
-		t.Errorf("after Store, Policy() = %+v, want %+v", got, budgeted.Policy())
+	if got := l.For(context.Background()).Policy(); got != budgeted.Policy() {
+		t.Errorf("after Store, For(no request).Policy() = %+v, want %+v", got, budgeted.Policy())
 	}
 
 	// Load returns a copy: changing it does not change what is in force.

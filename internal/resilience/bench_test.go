@@ -44,7 +44,10 @@ func BenchmarkOutbound(b *testing.B) {
 			Name: "shipping", Cap: 300 * time.Millisecond, Settings: live, Metrics: m,
 			BudgetedRetries: true, Idempotent: func(string) bool { return true },
 		})
-		icpt := d.Interceptor()
+		icpt := ClientChain(d)
+		// A call made for a request, which carries the mode's snapshot its
+		// server took.
+		ctx, _ := live.Snapshot(ctx)
 		b.ReportAllocs()
 		for b.Loop() {
 			_ = icpt(ctx, method, nil, nil, nil, noop)

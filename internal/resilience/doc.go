@@ -1,15 +1,20 @@
-// Package resilience wires Mercado's mechanisms around every call and
-// every request, switching them by the mode in force:
+// Package resilience wires Mercado's mechanisms around every request and
+// every call, switching them by the mode the request runs in.
 //
-//   - outbound.go: the client side of one dependency. Each call goes
-//     through retries (naive: 3 blind attempts; budgeted: within the
-//     budget and a retry budget), a pool (naive: one shared pool;
-//     budgeted: the dependency's own bulkhead), a circuit breaker, and
-//     pkg/deadline's clip-to-budget, in that order.
-//   - inbound.go: the server side. Each request waits for a worker in a
-//     pool (naive: one shared pool with an unbounded queue; budgeted:
-//     bounded waits, and the budget checked again after the wait).
+// chains.go says in which order they run, one function per chain:
 //
-// The mechanisms themselves live in the subpackages bulkhead, breaker and
-// retry; pkg/deadline holds the budget.
+//   - ServerChain, every request of a gRPC service: the mode's snapshot,
+//     admission, detach (naive), a worker from the pool and the budget
+//     checked again after the wait.
+//   - EdgeChain, every public HTTP request at the gateway: the mode's
+//     snapshot, detach (naive), the edge's budget, and the route class's
+//     pool.
+//   - ClientChain, every call to one dependency: retries, a pool slot
+//     (naive: one shared pool; budgeted: the dependency's own bulkhead),
+//     the circuit breaker, and pkg/deadline's clip to the budget.
+//
+// inbound.go holds the server side's pools, outbound.go one dependency's
+// bulkhead, breaker and retry budget. The mechanisms themselves live in
+// the subpackages bulkhead, breaker and retry; pkg/deadline holds the
+// budget.
 package resilience

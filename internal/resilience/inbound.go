@@ -94,7 +94,7 @@ func (in *Inbound) pool(class string, m mode.Mechanisms) *PoolRef {
 // once one is free: time spent in the queue counts against the budget.
 // On success the caller must release the returned pool's slot.
 func (in *Inbound) admit(ctx context.Context, class string) (*bulkhead.Pool, *Rejection) {
-	s := in.o.Settings.Load()
+	s := in.o.Settings.For(ctx)
 	ref := in.pool(class, s.Mechanisms)
 	pool := ref.Pool()
 	if _, err := pool.Acquire(ctx); err != nil {
@@ -118,8 +118,7 @@ func (in *Inbound) admit(ctx context.Context, class string) (*bulkhead.Pool, *Re
 }
 
 // UnaryServerInterceptor makes every request of a gRPC service wait for a
-// worker. It runs after the deadline interceptor and after naive mode has
-// detached the request from its caller.
+// worker: the last step of ServerChain.
 func (in *Inbound) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		pool, rej := in.admit(ctx, "")
@@ -133,7 +132,7 @@ func (in *Inbound) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 
 // Middleware makes every request of one HTTP route class wait for a
 // worker: a 503 with Retry-After when the bulkhead is full, a 504 when the
-// budget ran out in the queue.
+// budget ran out in the queue. It is the last step of EdgeChain.
 func (in *Inbound) Middleware(class string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -64,25 +63,21 @@ type OutboundOptions struct {
 	Idempotent      func(method string) bool
 }
 
-// Outbound applies the mechanisms in force to every call to one
-// dependency.
+// Outbound holds the mechanisms of one dependency — its bulkhead, its
+// breaker and its retry budget — which ClientChain applies, in its order,
+// to every call.
 type Outbound struct {
 	o        OutboundOptions
 	bulkhead *PoolRef
 	breaker  *breaker.Breaker
 	budget   *retry.Budget
+	hooks    retry.Hooks
 	clip     grpc.UnaryClientInterceptor
-	policies atomic.Pointer[policies]
 }
 
-// policies are the retry policies of the settings in force, built once per
-// switch rather than per call.
-type policies struct {
-	idempotent, other retry.Policy
-}
-
-// NewOutbound returns the policy for one dependency, registers its pool and
-// breaker with the metrics, and resets them whenever the mode switches.
+// NewOutbound returns the mechanisms of one dependency, registers its pool
+// and breaker with the metrics, and resets them whenever the mode switches:
+// the state of one phase of the lab never leaks into the next.
 func NewOutbound(o OutboundOptions) *Outbound {
 	if o.Bulkhead.Capacity <= 0 {
 		o.Bulkhead.Capacity = DefaultBulkhead
@@ -105,18 +100,19 @@ func NewOutbound(o OutboundOptions) *Outbound {
 		breaker:  breaker.New(o.Breaker),
 		budget:   o.RetryBudget,
 	}
+	d.hooks = retry.Hooks{OnAttempt: func(ctx context.Context, attempt int) {
+		m.Attempt(ctx, o.Name, attempt > 1)
+	}}
 	_ = m.ObserveBreaker(o.Name, func() int { return int(d.breaker.State()) })
 	d.clip = deadline.UnaryClientInterceptor(deadline.ClientOptions{
-		Policy: o.Settings.Policy,
+		Policy: requestPolicy(o.Settings),
 		Cap:    func(string) time.Duration { return o.Cap },
 		Hooks:  deadline.Hooks{OnCall: d.onCall},
 	})
-	d.build(o.Settings.Load())
-	o.Settings.OnSwitch(func(s mode.Settings) {
+	o.Settings.OnSwitch(func(mode.Settings) {
 		d.bulkhead.Reset()
 		d.breaker.Reset()
 		d.budget.Reset()
-		d.build(s)
 	})
 	return d
 }
@@ -124,75 +120,45 @@ func NewOutbound(o OutboundOptions) *Outbound {
 // Breaker returns the dependency's breaker.
 func (d *Outbound) Breaker() *breaker.Breaker { return d.breaker }
 
-func (d *Outbound) build(s mode.Settings) {
-	once := retry.Policy{MaxAttempts: 1}
-	p := &policies{idempotent: once, other: once}
-	hooks := retry.Hooks{OnAttempt: func(ctx context.Context, attempt int) {
-		d.o.Metrics.Attempt(ctx, d.o.Name, attempt > 1)
-	}}
+// retries is step 2 of ClientChain: the retry policy of a call to method
+// made in the mode s.
+func (d *Outbound) retries(s mode.Settings, method string) retry.Policy {
 	switch {
 	case s.Mechanisms.Retries == mode.RetriesNaive && d.o.NaiveRetries:
-		naive := retry.Naive()
-		naive.Hooks = hooks
-		p.idempotent, p.other = naive, naive
-	case s.Mechanisms.Retries == mode.RetriesBudgeted && d.o.BudgetedRetries:
-		p.idempotent = retry.Policy{
+		p := retry.Naive()
+		p.Hooks = d.hooks
+		return p
+	case s.Mechanisms.Retries == mode.RetriesBudgeted && d.o.BudgetedRetries && d.o.Idempotent != nil && d.o.Idempotent(method):
+		return retry.Policy{
 			MaxAttempts: DefaultAttempts, BaseBackoff: DefaultBaseBackoff, MaxBackoff: DefaultMaxBackoff,
-			BudgetAware: true, Margin: s.Margin, Floor: s.Floor, Budget: d.budget, Hooks: hooks,
+			BudgetAware: true, Margin: s.Margin, Floor: s.Floor, Budget: d.budget, Hooks: d.hooks,
 		}
 	}
-	if p.other.Hooks.OnAttempt == nil {
-		p.other.Hooks = hooks
-	}
-	if p.idempotent.Hooks.OnAttempt == nil {
-		p.idempotent.Hooks = hooks
-	}
-	d.policies.Store(p)
+	return retry.Policy{MaxAttempts: 1, Hooks: d.hooks}
 }
 
-// Interceptor returns the gRPC client interceptor to dial the dependency
-// with.
-//
-// Each attempt gets a span of its own (see telemetry.Tracing.StartCall):
-// the interceptors run before the gRPC client span exists, so this span
-// is where the call's deadline, timeout and outcome are recorded, and it
-// also stands for the calls that never leave (breaker open, bulkhead
-// full, too little budget).
-func (d *Outbound) Interceptor() grpc.UnaryClientInterceptor {
-	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		p := d.policies.Load()
-		pol := p.other
-		if d.o.Idempotent != nil && d.o.Idempotent(method) {
-			pol = p.idempotent
-		}
-		return pol.Do(ctx, func(ctx context.Context, attempt int) error {
-			ctx, span := d.o.Tracing.StartCall(ctx, d.o.HopName(method), attempt)
-			defer span.End()
-			return d.attempt(ctx, method, req, reply, cc, invoker, opts)
-		})
+// acquire is step 3 of ClientChain: a slot for one attempt, in the shared
+// pool (naive) or the dependency's bulkhead (budgeted). It returns the
+// pool to release the slot to, or nil when the call takes no pool.
+func (d *Outbound) acquire(ctx context.Context, s mode.Settings, method string) (*bulkhead.Pool, error) {
+	ref := d.o.Shared
+	if s.Mechanisms.Bulkheads {
+		ref = d.bulkhead
 	}
+	if ref == nil {
+		return nil, nil
+	}
+	pool := ref.Pool()
+	if _, err := pool.Acquire(ctx); err != nil {
+		return nil, d.reject(ctx, method, ref.Name(), err)
+	}
+	return pool, nil
 }
 
-// attempt is one try: a pool slot, then the breaker, then the call clipped
-// to the budget.
-func (d *Outbound) attempt(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
-	mech := d.o.Settings.Load().Mechanisms
-	pool := d.o.Shared
-	if mech.Bulkheads {
-		pool = d.bulkhead
-	}
-	if pool != nil {
-		if _, err := pool.Pool().Acquire(ctx); err != nil {
-			return d.reject(ctx, method, pool.Name(), err)
-		}
-		defer pool.Pool().Release()
-	}
-	if !mech.Breakers {
-		return d.clip(ctx, method, req, reply, cc, invoker, opts...)
-	}
-	err := d.breaker.Do(func() error {
-		return d.clip(ctx, method, req, reply, cc, invoker, opts...)
-	})
+// guard is step 4 of ClientChain: call, through the dependency's breaker.
+// An open breaker answers Unavailable at once, and the call is not retried.
+func (d *Outbound) guard(ctx context.Context, method string, call func() error) error {
+	err := d.breaker.Do(call)
 	if errors.Is(err, breaker.ErrOpen) {
 		d.o.Metrics.Skipped(ctx, ReasonBreakerOpen)
 		rej := &Rejection{

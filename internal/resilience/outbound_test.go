@@ -44,7 +44,7 @@ func newTestOutbound(t *testing.T, live *mode.Live, o OutboundOptions) *Outbound
 }
 
 func call(d *Outbound, ctx context.Context, inv grpc.UnaryInvoker) error {
-	return d.Interceptor()(ctx, "/mercado.shipping.v1.ShippingService/CreateShipment", nil, nil, nil, inv)
+	return ClientChain(d)(ctx, "/mercado.shipping.v1.ShippingService/CreateShipment", nil, nil, nil, inv)
 }
 
 // TestNaiveRetriesAmplify: naive mode retries blind at every layer, so two

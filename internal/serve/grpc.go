@@ -16,9 +16,8 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
-	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/resilience"
 	"github.com/mercado-lab/mercado/internal/telemetry"
-	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // MaxMessageBytes bounds every gRPC message Mercado sends or receives.
@@ -29,24 +28,21 @@ const MaxMessageBytes = 1 << 20
 // and for the empty one) and reflection, and its admin listener, and
 // serves until ctx ends.
 //
-// When the kit's tracing is on, every request (health checks aside) gets
-// a server span that continues the caller's trace. Every request passes,
-// in order: panic recovery; the deadline server interceptor (passive
-// client deadline, arrival metrics and span attributes, and admission when
-// the settings turn it on); when the settings do not honour cancellation,
-// a detach step that lets the work run on after the caller gave up, as a
-// naive server does; and a wait for a worker from the service's pool.
+// Every request passes panic recovery, then resilience.ServerChain: the
+// mode's snapshot, admission, detach (naive), and a worker from the
+// service's pool (sized by --workers and --max-wait). When the kit's
+// tracing is on, every request (health checks aside) also gets a server
+// span that continues the caller's trace.
 func StartGRPC(ctx context.Context, k *Kit, register func(*grpc.Server)) (*Process, error) {
+	chain := resilience.ServerChain(resilience.ServerOptions{
+		Service: k.Name, Settings: k.Settings, Metrics: k.Metrics, Tracing: k.Tracing,
+		Workers: k.common.Resilience.Workers, MaxWait: k.common.Resilience.MaxWait,
+	})
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute}),
-		grpc.ChainUnaryInterceptor(
-			recoverPanics(k.Log),
-			deadline.UnaryServerInterceptor(deadline.ServerOptions{Policy: k.Settings.Policy, Hooks: k.DeadlineHooks()}),
-			detachUnlessHonoured(k.Settings),
-			k.Inbound.UnaryServerInterceptor(),
-		),
+		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{recoverPanics(k.Log)}, chain...)...),
 	}
 	// The server span starts at the transport, before the interceptors, so
 	// the deadline interceptor's arrival hook annotates it. With tracing
@@ -106,19 +102,6 @@ func (s grpcServer) Drain(ctx context.Context) error {
 }
 
 func (s grpcServer) Halt() { s.Stop() }
-
-// detachUnlessHonoured models a server that does not notice its caller
-// leaving: with HonourCancel off, the handler's context keeps its values
-// (trace, client deadline) but loses the caller's deadline and
-// cancellation, so the work runs to the end however late it is.
-func detachUnlessHonoured(settings *mode.Live) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if !settings.Load().Mechanisms.HonourCancel {
-			ctx = context.WithoutCancel(ctx)
-		}
-		return handler(ctx, req)
-	}
-}
 
 func recoverPanics(log *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {

@@ -12,14 +12,18 @@ import (
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
-	"github.com/mercado-lab/mercado/internal/resilience"
 	"github.com/mercado-lab/mercado/internal/telemetry"
-	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
-// Kit is what every service is built from: the settings in force, its
-// simulated faults, its metrics and traces, its inbound pools and its
-// admin API.
+// Kit is what every service process has, whatever it serves: the
+// settings in force, its simulated faults, its metrics, traces and log,
+// and its lifecycle — what to release when it stops, the background
+// workers to stop, its readiness check and its admin routes.
+//
+// A Kit builds none of the mechanisms and decides nothing about their
+// order. A request's chain is resilience.ServerChain (built by StartGRPC)
+// or, at the gateway, resilience.EdgeChain; a call's chain is
+// resilience.ClientChain, built where the service dials its dependency.
 type Kit struct {
 	Name     string
 	Settings *mode.Live
@@ -28,7 +32,6 @@ type Kit struct {
 	// Tracing is the service's own tracer provider; off unless an OTLP
 	// endpoint is configured (see telemetry.NewTracing).
 	Tracing *telemetry.Tracing
-	Inbound *resilience.Inbound
 	Log     *slog.Logger
 	// Peers receive the gateway's fanned-out mode switches.
 	Peers []admin.Peer
@@ -98,8 +101,6 @@ func (k *Kit) HandleAdmin(pattern string, h http.Handler) {
 
 // KitOptions adjust a Kit.
 type KitOptions struct {
-	// Classes are the route classes that get a bulkhead each (gateway).
-	Classes []string
 	// Peers receive fanned-out mode switches (gateway).
 	Peers []admin.Peer
 }
@@ -124,10 +125,6 @@ func NewKit(name string, c Common, o KitOptions, log *slog.Logger) (*Kit, error)
 	settings.OnSwitch(func(s mode.Settings) { m.ModeChange(context.Background(), string(s.Mode)) })
 	k := &Kit{
 		Name: name, Settings: settings, Faults: faults.NewInjector(c.Faults), Metrics: m, Tracing: tr,
-		Inbound: resilience.NewInbound(resilience.InboundOptions{
-			Service: name, Settings: settings, Metrics: m, Classes: o.Classes,
-			Workers: c.Resilience.Workers, ClassSize: c.Resilience.Bulkhead, MaxWait: c.Resilience.MaxWait,
-		}),
 		Log: log.With("service", name), Peers: o.Peers, common: c,
 	}
 	// Registered first, so it runs last: the spans of the work drained and
@@ -146,44 +143,10 @@ func NewKit(name string, c Common, o KitOptions, log *slog.Logger) (*Kit, error)
 	return k, nil
 }
 
-// Outbound returns the resilience policy of one dependency, sized by the
-// service's configuration.
-func (k *Kit) Outbound(o resilience.OutboundOptions) *resilience.Outbound {
-	r := k.common.Resilience
-	o.Settings, o.Metrics, o.Tracing = k.Settings, k.Metrics, k.Tracing
-	o.Bulkhead.Capacity, o.Bulkhead.MaxWait = r.Bulkhead, r.MaxWait
-	o.Breaker.Window, o.Breaker.FailureRatio, o.Breaker.OpenFor = r.BreakerWindow, r.BreakerRatio, r.BreakerOpen
-	return resilience.NewOutbound(o)
-}
-
 // AdminHandler is the kit's admin API.
 func (k *Kit) AdminHandler() http.Handler {
 	return admin.Handler(admin.Options{
 		Service: k.Name, Settings: k.Settings, Faults: k.Faults, Metrics: k.Metrics.Handler(),
 		Token: k.common.AdminToken, Peers: k.Peers, Log: k.Log, Routes: k.routes,
 	})
-}
-
-// DeadlineHooks feed the metrics and the request's server span from
-// pkg/deadline's server side: the remaining budget on arrival, requests
-// turned away on arrival, and work finished after the client had given up.
-func (k *Kit) DeadlineHooks() deadline.Hooks {
-	m, tr := k.Metrics, k.Tracing
-	return deadline.Hooks{
-		OnArrival: func(ctx context.Context, a deadline.ArrivalInfo) {
-			m.Arrival(ctx, a.Method, a.Remaining, a.HasBudget)
-			tr.Arrival(ctx, a)
-			if a.Rejected {
-				reason := telemetry.ReasonExpiredOnArrival
-				if a.Reason == deadline.ReasonBelowFloor {
-					reason = telemetry.ReasonBelowFloorOnArrival
-				}
-				m.Skipped(ctx, reason)
-			}
-		},
-		OnLate: func(ctx context.Context, l deadline.LateInfo) {
-			m.Late(ctx, l.Method, l.Late)
-			tr.Late(ctx, l.Late)
-		},
-	}
 }

@@ -111,7 +111,7 @@ func TestUnaryServerInterceptorDirect(t *testing.T) {
 				var arrivals recorder[deadline.ArrivalInfo]
 				var lates recorder[deadline.LateInfo]
 				intercept := deadline.UnaryServerInterceptor(deadline.ServerOptions{
-					Policy: func() deadline.Policy { return tt.policy },
+					Policy: func(context.Context) deadline.Policy { return tt.policy },
 					Hooks:  deadline.Hooks{OnArrival: arrivals.hook, OnLate: lates.hook},
 				})
 				ctx := context.Background()

@@ -52,7 +52,7 @@ func BenchmarkPolicyCall(b *testing.B) {
 
 func BenchmarkUnaryClientInterceptor(b *testing.B) {
 	intercept := deadline.UnaryClientInterceptor(deadline.ClientOptions{
-		Policy: func() deadline.Policy { return benchPolicy },
+		Policy: func(context.Context) deadline.Policy { return benchPolicy },
 		Cap:    func(string) time.Duration { return 300 * time.Millisecond },
 		Hooks:  deadline.Hooks{OnCall: func(context.Context, deadline.CallInfo) {}},
 	})
@@ -68,7 +68,7 @@ func BenchmarkUnaryClientInterceptor(b *testing.B) {
 
 func BenchmarkUnaryServerInterceptor(b *testing.B) {
 	intercept := deadline.UnaryServerInterceptor(deadline.ServerOptions{
-		Policy: func() deadline.Policy { return benchPolicy },
+		Policy: func(context.Context) deadline.Policy { return benchPolicy },
 		Hooks: deadline.Hooks{
 			OnArrival: func(context.Context, deadline.ArrivalInfo) {},
 			OnLate:    func(context.Context, deadline.LateInfo) {},
@@ -90,7 +90,7 @@ func BenchmarkUnaryServerInterceptor(b *testing.B) {
 // loopbackInterceptors are both of the library's interceptors, set up as
 // a budgeted service sets them up, without hooks.
 func loopbackInterceptors() ([]grpc.UnaryServerInterceptor, []grpc.UnaryClientInterceptor) {
-	policy := func() deadline.Policy { return benchPolicy }
+	policy := func(context.Context) deadline.Policy { return benchPolicy }
 	server := deadline.UnaryServerInterceptor(deadline.ServerOptions{Policy: policy})
 	client := deadline.UnaryClientInterceptor(deadline.ClientOptions{
 		Policy: policy,

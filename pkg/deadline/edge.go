@@ -25,11 +25,11 @@ type EdgeOptions struct {
 	Default time.Duration
 	// Max caps what a client may ask for (DefaultMaxBudget when zero).
 	Max time.Duration
-	// Stamp reports whether to put the budget on the request's context.
-	// When it returns false the client's deadline is still parsed and
-	// recorded as the passive client deadline, but nothing is cut short:
-	// the naive system. Nil means always stamp.
-	Stamp func() bool
+	// Stamp reports whether to put the budget on the context (ctx) of the
+	// request. When it returns false the client's deadline is still parsed
+	// and recorded as the passive client deadline, but nothing is cut
+	// short: the naive system. Nil means always stamp.
+	Stamp func(ctx context.Context) bool
 	// Reject writes the answer to a request with a bad header. Nil writes
 	// a 400 application/problem+json.
 	Reject func(w http.ResponseWriter, r *http.Request, err error)
@@ -80,7 +80,7 @@ func Edge(o EdgeOptions) func(http.Handler) http.Handler {
 				o.Hooks.OnArrival(r.Context(), ArrivalInfo{Method: EdgeMethod, HasBudget: true, Remaining: budget})
 			}
 			ctx := WithClientDeadline(r.Context(), start.Add(budget))
-			if o.Stamp == nil || o.Stamp() {
+			if o.Stamp == nil || o.Stamp(r.Context()) {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithDeadlineCause(ctx, start.Add(budget), ErrBudgetExhausted)
 				defer cancel()

@@ -96,7 +96,7 @@ func TestEdgeStampsBudget(t *testing.T) {
 		{name: "default budget", want: deadline.DefaultBudget},
 		{name: "client's budget", header: "250", want: 250 * ms},
 		{name: "forged budget capped", header: "99999999", want: deadline.DefaultMaxBudget},
-		{name: "stamp func says yes", opts: deadline.EdgeOptions{Stamp: func() bool { return true }}, header: "250", want: 250 * ms},
+		{name: "stamp func says yes", opts: deadline.EdgeOptions{Stamp: func(context.Context) bool { return true }}, header: "250", want: 250 * ms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,7 +135,7 @@ func TestEdgeStampsBudgetRealClock(t *testing.T) {
 
 func TestEdgeNoStamp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		o := deadline.EdgeOptions{Stamp: func() bool { return false }}
+		o := deadline.EdgeOptions{Stamp: func(context.Context) bool { return false }}
 		w, seen := serveEdge(o, "250", 0)
 		if w.Code != http.StatusNoContent {
 			t.Fatalf("status = %d; want %d", w.Code, http.StatusNoContent)
@@ -219,7 +219,7 @@ func TestEdgeHooks(t *testing.T) {
 				var arrivals []deadline.ArrivalInfo
 				var lates []deadline.LateInfo
 				o := deadline.EdgeOptions{
-					Stamp: func() bool { return tt.stamp },
+					Stamp: func(context.Context) bool { return tt.stamp },
 					Hooks: deadline.Hooks{
 						OnArrival: func(_ context.Context, a deadline.ArrivalInfo) { arrivals = append(arrivals, a) },
 						OnLate:    func(_ context.Context, l deadline.LateInfo) { lates = append(lates, l) },

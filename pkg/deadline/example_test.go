@@ -168,7 +168,7 @@ func ExampleUnaryClientInterceptor() {
 	cc, err := grpc.NewClient("localhost:8081",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithUnaryInterceptor(deadline.UnaryClientInterceptor(deadline.ClientOptions{
-			Policy: func() deadline.Policy { return policy },
+			Policy: func(context.Context) deadline.Policy { return policy },
 			Cap:    func(method string) time.Duration { return 300 * time.Millisecond },
 			Hooks: deadline.Hooks{OnCall: func(ctx context.Context, c deadline.CallInfo) {
 				fmt.Println(c.Method, c.Outcome, c.Timeout)
@@ -192,7 +192,7 @@ func ExampleUnaryClientInterceptor() {
 func ExampleUnaryServerInterceptor() {
 	policy := deadline.Policy{Floor: 50 * time.Millisecond, Admission: true}
 	srv := grpc.NewServer(grpc.UnaryInterceptor(deadline.UnaryServerInterceptor(deadline.ServerOptions{
-		Policy: func() deadline.Policy { return policy },
+		Policy: func(context.Context) deadline.Policy { return policy },
 	})))
 	defer srv.Stop()
 	// Register services on srv and Serve as usual.

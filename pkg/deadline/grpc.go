@@ -17,10 +17,11 @@ const metadataClientDeadline = "x-client-deadline-ms"
 
 // ClientOptions configure [UnaryClientInterceptor].
 type ClientOptions struct {
-	// Policy returns the policy for the next call. It is read on every
-	// call so a caller can switch policies at run time. Nil means the zero
-	// Policy.
-	Policy func() Policy
+	// Policy returns the policy for a call made with ctx. It is read on
+	// every call, so a caller can switch policies at run time, and given
+	// the call's context, so that a request keeps the policy it started
+	// with. Nil means the zero Policy.
+	Policy func(ctx context.Context) Policy
 	// Cap returns a method's own timeout cap; zero or a nil func means none.
 	Cap func(method string) time.Duration
 	// Hooks observe every call.
@@ -36,7 +37,7 @@ func UnaryClientInterceptor(o ClientOptions) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		var p Policy
 		if o.Policy != nil {
-			p = o.Policy()
+			p = o.Policy(ctx)
 		}
 		var cap time.Duration
 		if o.Cap != nil {
@@ -126,9 +127,10 @@ func (e *CallError) GRPCStatus() *status.Status {
 
 // ServerOptions configure [UnaryServerInterceptor].
 type ServerOptions struct {
-	// Policy returns the policy in force; only Floor and Admission matter on
-	// the server side. Nil means the zero Policy (admit everything).
-	Policy func() Policy
+	// Policy returns the policy for a request arriving with ctx; only
+	// Floor and Admission matter on the server side. Nil means the zero
+	// Policy (admit everything).
+	Policy func(ctx context.Context) Policy
 	// Hooks observe arrivals and late completions.
 	Hooks Hooks
 }
@@ -154,7 +156,7 @@ func UnaryServerInterceptor(o ServerOptions) grpc.UnaryServerInterceptor {
 		}
 		var p Policy
 		if o.Policy != nil {
-			p = o.Policy()
+			p = o.Policy(ctx)
 		}
 		a := ArrivalInfo{Method: info.FullMethod}
 		a.Remaining, a.HasBudget = Remaining(ctx)

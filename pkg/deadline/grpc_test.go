@@ -140,7 +140,7 @@ func (r *recorder[T]) one(t *testing.T) T {
 
 func clientOptions(p deadline.Policy, cap time.Duration, calls *recorder[deadline.CallInfo]) deadline.ClientOptions {
 	return deadline.ClientOptions{
-		Policy: func() deadline.Policy { return p },
+		Policy: func(context.Context) deadline.Policy { return p },
 		Cap:    func(string) time.Duration { return cap },
 		Hooks:  deadline.Hooks{OnCall: calls.hook},
 	}
@@ -350,7 +350,7 @@ func TestUnaryClientInterceptorZeroOptions(t *testing.T) {
 // switch policies.
 func TestUnaryClientInterceptorReadsPolicyPerCall(t *testing.T) {
 	var floor atomic.Int64
-	o := deadline.ClientOptions{Policy: func() deadline.Policy {
+	o := deadline.ClientOptions{Policy: func(context.Context) deadline.Policy {
 		return deadline.Policy{Floor: time.Duration(floor.Load())}
 	}}
 	p := &probe{}
@@ -471,7 +471,7 @@ func TestUnaryServerInterceptorAdmission(t *testing.T) {
 }
 
 func serverPolicy(p deadline.Policy) deadline.ServerOptions {
-	return deadline.ServerOptions{Policy: func() deadline.Policy { return p }}
+	return deadline.ServerOptions{Policy: func(context.Context) deadline.Policy { return p }}
 }
 
 // A request that waits in a queue until its deadline passes is rejected as
@@ -561,7 +561,7 @@ func TestInterceptorsWithHealthServer(t *testing.T) {
 	policy := deadline.Policy{Margin: 100 * ms, Floor: 200 * ms, Admission: true}
 	c := serve(t, health.NewServer(),
 		[]grpc.UnaryServerInterceptor{deadline.UnaryServerInterceptor(deadline.ServerOptions{
-			Policy: func() deadline.Policy { return policy },
+			Policy: func(context.Context) deadline.Policy { return policy },
 			Hooks:  deadline.Hooks{OnArrival: arrivals.hook},
 		})},
 		deadline.UnaryClientInterceptor(clientOptions(policy, 2*time.Second, &calls)))

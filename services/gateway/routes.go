@@ -1,37 +1,40 @@
 package gateway
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mercado-lab/mercado/internal/problem"
+	"github.com/mercado-lab/mercado/internal/resilience"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // routes lists every public route. Admin routes live on the admin port.
 func (s *server) routes() http.Handler {
+	edge := resilience.EdgeChain(resilience.EdgeOptions{
+		ServerOptions: resilience.ServerOptions{
+			Service: "gateway", Settings: s.settings, Metrics: s.kit.Metrics, Tracing: s.kit.Tracing,
+			Workers: s.cfg.Resilience.Workers, MaxWait: s.cfg.Resilience.MaxWait,
+		},
+		Classes:   []string{classCheckout, classBrowse, classStatus},
+		ClassSize: s.cfg.Resilience.Bulkhead,
+		Budget:    deadline.EdgeOptions{Default: s.cfg.Budget, Max: s.cfg.MaxBudget, Reject: rejectDeadline},
+	})
 	r := chi.NewRouter()
 	r.Use(s.recoverPanics)
-	// Before the edge, so that the request's span is there to carry the
-	// budget it arrived with.
+	// Before the edge chain, so that the request's span is there to carry
+	// the budget it arrived with.
 	r.Use(s.kit.Tracing.HTTPMiddleware(routePattern))
-	r.Use(s.detachUnlessHonoured)
-	r.Use(deadline.Edge(deadline.EdgeOptions{
-		Default: s.cfg.Budget,
-		Max:     s.cfg.MaxBudget,
-		Stamp:   func() bool { return s.settings.Load().Mechanisms.EdgeDeadline },
-		Reject:  rejectDeadline,
-		Hooks:   s.kit.DeadlineHooks(),
-	}))
+	// The mode's snapshot, detach (naive), the budget: see EdgeChain.
+	r.Use(edge.Request...)
 	r.Use(s.serverTiming)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, http.StatusNotFound, "no such route")
 	})
 	r.MethodNotAllowed(methodNotAllowed)
 
-	pool := s.kit.Inbound.Middleware
+	pool := edge.Route // a worker of the route's class: see EdgeChain
 	r.With(pool(classBrowse)).Get("/api/products", s.listProducts)
 	r.With(pool(classBrowse)).Get("/api/products/{sku}", s.getProduct)
 	r.With(pool(classCheckout)).Post("/api/checkout", s.checkout)
@@ -46,16 +49,4 @@ func routePattern(r *http.Request) string {
 		return rc.RoutePattern()
 	}
 	return ""
-}
-
-// detachUnlessHonoured models a gateway that does not notice its client
-// leaving: with HonourCancel off, the request's work goes on after the
-// client has hung up.
-func (s *server) detachUnlessHonoured(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.settings.Load().Mechanisms.HonourCancel {
-			r = r.WithContext(context.WithoutCancel(r.Context()))
-		}
-		next.ServeHTTP(w, r)
-	})
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"google.golang.org/grpc"
 
 	"github.com/mercado-lab/mercado/internal/dial"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/resilience"
+	"github.com/mercado-lab/mercado/internal/resilience/breaker"
+	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
 	"github.com/mercado-lab/mercado/internal/serve"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 	ordersv1 "github.com/mercado-lab/mercado/proto/orders/v1"
@@ -38,19 +41,12 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	kit, err := serve.NewKit("gateway", cfg.Common, serve.KitOptions{
-		Classes: []string{classCheckout, classBrowse, classStatus},
-		Peers:   cfg.AdminPeers,
-	}, log)
+	kit, err := serve.NewKit("gateway", cfg.Common, serve.KitOptions{Peers: cfg.AdminPeers}, log)
 	if err != nil {
 		return nil, err
 	}
-	// Naive mode retries blind at this layer too (the retry storm);
-	// budgeted mode retries only in orders, one layer down.
 	ordersConn, err := dial.Conn(cfg.OrdersAddr, dial.Options{
-		Interceptors: []grpc.UnaryClientInterceptor{kit.Outbound(resilience.OutboundOptions{
-			Name: "orders", Cap: cfg.OrdersCap, NaiveRetries: true,
-		}).Interceptor()},
+		Interceptors: []grpc.UnaryClientInterceptor{clientChain(kit, cfg, "orders", cfg.OrdersCap)},
 		StatsHandler: kit.Tracing.GRPCClientHandler(),
 	})
 	if err != nil {
@@ -58,9 +54,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		return nil, err
 	}
 	catalogConn, err := dial.Conn(cfg.CatalogAddr, dial.Options{
-		Interceptors: []grpc.UnaryClientInterceptor{kit.Outbound(resilience.OutboundOptions{
-			Name: "catalog", Cap: cfg.CatalogCap, NaiveRetries: true,
-		}).Interceptor()},
+		Interceptors: []grpc.UnaryClientInterceptor{clientChain(kit, cfg, "catalog", cfg.CatalogCap)},
 		StatsHandler: kit.Tracing.GRPCClientHandler(),
 	})
 	if err != nil {
@@ -85,4 +79,20 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		catalogConn.Close()
 	}()
 	return p, nil
+}
+
+// clientChain is the chain of the gateway's calls to one upstream
+// (resilience.ClientChain: retries, pool, breaker, clip), with its own cap.
+// Naive mode retries blind at this layer too (the retry storm); budgeted
+// mode retries only in orders, one layer down. Naive calls take no pool
+// here; budgeted ones take the upstream's own bulkhead.
+func clientChain(kit *serve.Kit, cfg Config, name string, cap time.Duration) grpc.UnaryClientInterceptor {
+	r := cfg.Resilience
+	return resilience.ClientChain(resilience.NewOutbound(resilience.OutboundOptions{
+		Name: name, Cap: cap,
+		Settings: kit.Settings, Metrics: kit.Metrics, Tracing: kit.Tracing,
+		Bulkhead:     bulkhead.Settings{Capacity: r.Bulkhead, MaxWait: r.MaxWait},
+		Breaker:      breaker.Settings{Window: r.BreakerWindow, FailureRatio: r.BreakerRatio, OpenFor: r.BreakerOpen},
+		NaiveRetries: true,
+	}))
 }

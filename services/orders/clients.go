@@ -12,6 +12,13 @@ import (
 
 // The gRPC adapters of the three dependencies. They translate; errors come
 // back as the dependency's gRPC status for the service to classify.
+//
+// Every call below passes its dependency's resilience.ClientChain
+// (outbound.go): retries, pool, breaker, then the clip, where
+// deadline.Policy.Decide (pkg/deadline/budget.go) computes the call's
+// timeout. Budgeted: min(cap, remaining − margin), and no call at all with
+// less than the floor left. Naive: the dependency's cap, whatever is left.
+// The caps are config.go's (--catalog-cap, --payments-cap, --shipping-cap).
 
 type catalogClient struct {
 	c catalogv1.CatalogServiceClient
@@ -24,6 +31,8 @@ func (c catalogClient) Reserve(ctx context.Context, orderID string, items []Item
 	for _, it := range items {
 		req.Lines = append(req.Lines, &catalogv1.Line{Sku: it.SKU, Qty: it.Qty})
 	}
+	// Timeout: Policy.Decide — budgeted min(CatalogCap, remaining − margin),
+	// naive CatalogCap.
 	r, err := c.c.ReserveStock(ctx, req)
 	if err != nil {
 		return Reservation{}, err
@@ -36,6 +45,7 @@ func (c catalogClient) Reserve(ctx context.Context, orderID string, items []Item
 }
 
 func (c catalogClient) Release(ctx context.Context, reservationID string) error {
+	// Timeout: Policy.Decide, as Reserve.
 	_, err := c.c.ReleaseStock(ctx, &catalogv1.ReleaseStockRequest{ReservationId: reservationID})
 	return err
 }
@@ -66,6 +76,8 @@ func chargeStatusFromProto(s paymentsv1.ChargeStatus) ChargeStatus {
 }
 
 func (c paymentsClient) Charge(ctx context.Context, o Order) (Charge, error) {
+	// Timeout: Policy.Decide — budgeted min(PaymentsCap, remaining −
+	// margin), naive PaymentsCap.
 	ch, err := c.c.CreateCharge(ctx, &paymentsv1.ChargeRequest{
 		PaymentKey: o.PaymentKey, OrderId: o.ID, Customer: o.Customer,
 		AmountCents: o.TotalCents, RequestId: o.RequestID,
@@ -77,6 +89,7 @@ func (c paymentsClient) Charge(ctx context.Context, o Order) (Charge, error) {
 }
 
 func (c paymentsClient) Get(ctx context.Context, key string) (Charge, error) {
+	// Timeout: Policy.Decide, as Charge.
 	ch, err := c.c.GetCharge(ctx, &paymentsv1.GetChargeRequest{PaymentKey: key})
 	if err != nil {
 		return Charge{}, err
@@ -85,6 +98,7 @@ func (c paymentsClient) Get(ctx context.Context, key string) (Charge, error) {
 }
 
 func (c paymentsClient) Void(ctx context.Context, key string) (Charge, error) {
+	// Timeout: Policy.Decide, as Charge.
 	ch, err := c.c.VoidCharge(ctx, &paymentsv1.VoidChargeRequest{PaymentKey: key})
 	if err != nil {
 		return Charge{}, err
@@ -103,6 +117,8 @@ func (c shippingClient) Ship(ctx context.Context, o Order) (string, error) {
 	for _, it := range o.Items {
 		req.Items = append(req.Items, &shippingv1.Item{Sku: it.SKU, Qty: it.Qty})
 	}
+	// Timeout: Policy.Decide — budgeted min(ShippingCap, remaining −
+	// margin), naive ShippingCap.
 	sh, err := c.c.CreateShipment(ctx, req)
 	if err != nil {
 		return "", err

@@ -3,8 +3,11 @@ package orders
 import (
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/resilience"
+	"github.com/mercado-lab/mercado/internal/resilience/breaker"
 	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
 	"github.com/mercado-lab/mercado/internal/serve"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
@@ -30,29 +33,39 @@ func hopName(method string) string {
 	return method
 }
 
-// dependencies are the policies of orders' three dependencies.
+// dependencies are the client chains of orders' three dependencies: the
+// interceptors to dial each with.
 type dependencies struct {
-	catalog, payments, shipping *resilience.Outbound
+	catalog, payments, shipping grpc.UnaryClientInterceptor
 }
 
-// newDependencies builds the policy of each dependency: its own cap, and
-// the mechanisms in force. In naive mode the three share one outbound pool
-// (the vendor is not on a pool of its own) and every call is retried
-// blind; in budgeted mode each has its own bulkhead and breaker, and this
-// layer — the only one that retries — retries within the budget. Every
-// call orders makes is idempotent: a reservation, a charge and a shipment
-// are each keyed by the order.
+// newDependencies builds the chain of each dependency
+// (resilience.ClientChain: retries, pool, breaker, clip): its own cap, and
+// the mechanisms of the mode each call's request runs in. In naive mode
+// the three share one outbound pool (the vendor is not on a pool of its
+// own) and every call is retried blind; in budgeted mode each has its own
+// bulkhead and breaker, and this layer — the only one that retries —
+// retries within the budget. Every call orders makes is idempotent: a
+// reservation, a charge and a shipment are each keyed by the order.
 func newDependencies(kit *serve.Kit, cfg Config) dependencies {
+	r := cfg.Resilience
 	shared := resilience.NewPoolRef(bulkhead.Settings{
-		Name: "outbound", Capacity: cfg.Resilience.Workers, MaxWait: -1,
+		Name: "outbound", Capacity: r.Workers, MaxWait: -1,
 	}, kit.Metrics)
 	kit.Settings.OnSwitch(func(mode.Settings) { shared.Reset() })
-	dep := func(name string, cap time.Duration) *resilience.Outbound {
-		return kit.Outbound(resilience.OutboundOptions{
-			Name: name, Cap: cap, HopName: hopName, Shared: shared,
+	// Each call's timeout is computed in the chain's last step, by
+	// deadline.Policy.Decide (pkg/deadline/budget.go): budgeted
+	// min(cap, remaining − margin), naive the cap.
+	dep := func(name string, cap time.Duration) grpc.UnaryClientInterceptor {
+		return resilience.ClientChain(resilience.NewOutbound(resilience.OutboundOptions{
+			Name: name, Cap: cap, HopName: hopName,
+			Settings: kit.Settings, Metrics: kit.Metrics, Tracing: kit.Tracing,
+			Shared:       shared,
+			Bulkhead:     bulkhead.Settings{Capacity: r.Bulkhead, MaxWait: r.MaxWait},
+			Breaker:      breaker.Settings{Window: r.BreakerWindow, FailureRatio: r.BreakerRatio, OpenFor: r.BreakerOpen},
 			NaiveRetries: true, BudgetedRetries: true,
 			Idempotent: func(string) bool { return true },
-		})
+		}))
 	}
 	return dependencies{
 		catalog:  dep("catalog", cfg.CatalogCap),

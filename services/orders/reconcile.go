@@ -45,7 +45,7 @@ func (s *Service) Reconcile(ctx context.Context) (settled int, err error) {
 		return 0, err
 	}
 	for _, o := range pending {
-		wctx, cancel := context.WithTimeout(ctx, workerTimeout)
+		wctx, cancel := s.unitOfWork(ctx)
 		done, err := s.settle(wctx, o)
 		cancel()
 		if err != nil {
@@ -91,7 +91,7 @@ func (s *Service) Sweep(ctx context.Context) (settled int, err error) {
 		return 0, err
 	}
 	for _, o := range stale {
-		wctx, cancel := context.WithTimeout(ctx, workerTimeout)
+		wctx, cancel := s.unitOfWork(ctx)
 		o, err := s.recover(wctx, o)
 		if err == nil {
 			s.answerKey(wctx, o)
@@ -222,7 +222,7 @@ func (s *Service) ReleaseHeldStock(ctx context.Context) (released int, err error
 		return 0, err
 	}
 	for _, o := range held {
-		wctx, cancel := context.WithTimeout(ctx, workerTimeout)
+		wctx, cancel := s.unitOfWork(ctx)
 		err := s.releaseHeld(wctx, o)
 		if err == nil {
 			o.StockHeld, o.UpdatedAt = false, s.now()
@@ -269,7 +269,7 @@ func (s *Service) FlushOutbox(ctx context.Context) (booked int, err error) {
 		return 0, err
 	}
 	for _, o := range waiting {
-		wctx, cancel := context.WithTimeout(ctx, workerTimeout)
+		wctx, cancel := s.unitOfWork(ctx)
 		o, err := s.ship(wctx, o)
 		cancel()
 		if err == nil && o.ShipmentStatus == ShipmentBooked {

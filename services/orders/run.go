@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/mercado-lab/mercado/internal/dial"
-	"github.com/mercado-lab/mercado/internal/resilience"
 	"github.com/mercado-lab/mercado/internal/serve"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 	ordersv1 "github.com/mercado-lab/mercado/proto/orders/v1"
@@ -39,11 +38,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	var cs conns
 	kit.OnClose(func() { cs.Close() })
 	for _, d := range []struct {
-		addr   string
-		policy *resilience.Outbound
+		addr  string
+		chain grpc.UnaryClientInterceptor
 	}{{cfg.CatalogAddr, deps.catalog}, {cfg.PaymentsAddr, deps.payments}, {cfg.ShippingAddr, deps.shipping}} {
 		cc, err := dial.Conn(d.addr, dial.Options{
-			Interceptors: []grpc.UnaryClientInterceptor{d.policy.Interceptor()},
+			Interceptors: []grpc.UnaryClientInterceptor{d.chain},
 			StatsHandler: kit.Tracing.GRPCClientHandler(),
 		})
 		if err != nil {

@@ -35,6 +35,9 @@ type Deps struct {
 	Catalog  Catalog
 	Payments Payments
 	Shipping Shipping
+	// Settings are the mode's settings. A request reads the snapshot its
+	// server took (mode.Live.For); a background worker takes one per unit
+	// of work (see unitOfWork).
 	Settings *mode.Live
 	Log      *slog.Logger
 	// Work, when set, simulates orders' own work; its "Finish" method is
@@ -50,6 +53,15 @@ func NewService(d Deps) (*Service, error) {
 	}
 	return &Service{store: d.Store, keys: d.Keys, catalog: d.Catalog, payments: d.Payments,
 		shipping: d.Shipping, settings: d.Settings, work: d.Work, log: d.Log, now: time.Now}, nil
+}
+
+// unitOfWork bounds one piece of a background worker's work (settling
+// one order, booking one shipment) and takes its mode snapshot: a worker
+// belongs to no request, so each unit reads the mode once for itself and
+// every call it makes runs in that one mode.
+func (s *Service) unitOfWork(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, _ = s.settings.Snapshot(ctx)
+	return context.WithTimeout(ctx, workerTimeout)
 }
 
 // bookkeepingTimeout bounds writes that must outlive the request (marking
@@ -71,7 +83,7 @@ func (s *Service) PlaceOrder(ctx context.Context, req PlaceRequest) (Order, erro
 	if err := req.Validate(); err != nil {
 		return Order{}, err
 	}
-	if req.IdempotencyKey == "" || !s.settings.Load().Mechanisms.Idempotency {
+	if req.IdempotencyKey == "" || !s.settings.For(ctx).Mechanisms.Idempotency {
 		req.IdempotencyKey = "" // not kept: the order is not placed under it
 		return s.place(ctx, req)
 	}
@@ -133,7 +145,7 @@ func (s *Service) ship(ctx context.Context, o Order) (Order, error) {
 	switch {
 	case err == nil:
 		o.ShipmentID, o.ShipmentStatus = id, ShipmentBooked
-	case s.settings.Load().Mechanisms.Outbox:
+	case s.settings.For(ctx).Mechanisms.Outbox:
 		o.ShipmentStatus = ShipmentPending
 	default:
 		return s.fail(ctx, o, apperr.FromGRPC(err, "booking the shipment"))

@@ -30,7 +30,7 @@ func viaInterceptor(t *testing.T, p deadline.Policy, cap, budget time.Duration, 
 			defer cancel()
 		}
 		icpt := deadline.UnaryClientInterceptor(deadline.ClientOptions{
-			Policy: func() deadline.Policy { return p },
+			Policy: func(context.Context) deadline.Policy { return p },
 			Cap:    func(string) time.Duration { return cap },
 		})
 		invoker := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {

@@ -30,7 +30,7 @@ func callError(t *testing.T, p deadline.Policy, cap, budget time.Duration) error
 			defer cancel()
 		}
 		intercept := deadline.UnaryClientInterceptor(deadline.ClientOptions{
-			Policy: func() deadline.Policy { return p },
+			Policy: func(context.Context) deadline.Policy { return p },
 			Cap:    func(string) time.Duration { return cap },
 		})
 		hang := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {

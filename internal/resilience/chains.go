@@ -1,0 +1,232 @@
+package resilience
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/telemetry"
+	"github.com/mercado-lab/mercado/pkg/deadline"
+)
+
+// This file is the order in which Mercado's mechanisms run: one function
+// per chain, to be read top to bottom. The steps themselves are in
+// inbound.go (the worker pools), outbound.go (a dependency's retries,
+// bulkhead, breaker and clip) and pkg/deadline (the budget).
+
+// ServerOptions configure ServerChain and EdgeChain.
+type ServerOptions struct {
+	// Service names the service in messages.
+	Service  string
+	Settings *mode.Live
+	Metrics  *telemetry.Metrics
+	// Tracing annotates each request's server span; nil (or tracing off)
+	// records nothing.
+	Tracing *telemetry.Tracing
+	// Workers is the worker pool's size (DefaultWorkers when zero).
+	Workers int
+	// MaxWait bounds a budgeted wait for a worker (zero: fail at once when
+	// every worker is busy); the remaining budget bounds it too.
+	MaxWait time.Duration
+}
+
+// ServerChain returns the interceptors every request of a gRPC service
+// passes, in the order they run:
+//
+//  1. Snapshot: the mode in force is read once, as the request arrives, and
+//     carried in its context (mode.From). Every later step, the handler, and
+//     every call the handler makes read that snapshot, so a switch while
+//     the request runs never leaves it half naive.
+//  2. Admission (pkg/deadline's server interceptor): the caller's passive
+//     client deadline is recorded and the arrival reported; with Admission
+//     on, a request that arrives spent or below the floor is turned away
+//     before any work starts.
+//  3. Detach: with HonourCancel off the request loses its caller's deadline
+//     and cancellation, and runs to the end however late, as a naive server
+//     does — its wait for a worker included.
+//  4. Pool: the request waits for a worker (naive: one shared pool with an
+//     unbounded queue; budgeted: a bounded wait). In budgeted mode the
+//     budget is checked again once a worker is free, because time spent in
+//     the queue counts against the budget.
+func ServerChain(o ServerOptions) []grpc.UnaryServerInterceptor {
+	pools := NewInbound(InboundOptions{
+		Service: o.Service, Settings: o.Settings, Metrics: o.Metrics,
+		Workers: o.Workers, MaxWait: o.MaxWait,
+	})
+	return []grpc.UnaryServerInterceptor{
+		snapshotRequest(o.Settings),
+		deadline.UnaryServerInterceptor(deadline.ServerOptions{
+			Policy: requestPolicy(o.Settings),
+			Hooks:  arrivalHooks(o.Metrics, o.Tracing),
+		}),
+		detachUnlessHonoured(o.Settings),
+		pools.UnaryServerInterceptor(),
+	}
+}
+
+// EdgeOptions configure EdgeChain, the gateway's.
+type EdgeOptions struct {
+	ServerOptions
+	// Classes are the route classes that get a bulkhead each in budgeted
+	// mode (checkout, browse, status), of ClassSize workers each
+	// (DefaultBulkhead when zero).
+	Classes   []string
+	ClassSize int
+	// Budget sets the default and the largest budget and the answer to a
+	// bad X-Deadline-Ms header; EdgeChain sets its Stamp and Hooks.
+	Budget deadline.EdgeOptions
+}
+
+// Edge is the gateway's chain, cut where the router picks a route: Request
+// runs on every request before routing, Route(class) after it, on the
+// routes of one class.
+type Edge struct {
+	Request []func(http.Handler) http.Handler
+	Route   func(class string) func(http.Handler) http.Handler
+}
+
+// EdgeChain returns the chain every public HTTP request passes, in the
+// order it runs. Before routing (Edge.Request):
+//
+//  1. Snapshot: the mode in force is read once and carried in the
+//     request's context, as in ServerChain.
+//  2. Detach: with HonourCancel off the request's work goes on after the
+//     client has hung up.
+//  3. The budget (deadline.Edge): choose the total first. The client's
+//     X-Deadline-Ms, or the default, capped at the maximum, becomes the
+//     request's passive client deadline and, with EdgeDeadline on, its
+//     context's deadline.
+//
+// After routing (Edge.Route):
+//
+//  4. Pool: the request waits for a worker of its route's class
+//     (naive: one shared pool with an unbounded queue; budgeted: the
+//     class's own bulkhead, 503 when it is full, and the budget checked
+//     again after the wait, 504 when the queue spent it).
+func EdgeChain(o EdgeOptions) Edge {
+	pools := NewInbound(InboundOptions{
+		Service: o.Service, Settings: o.Settings, Metrics: o.Metrics,
+		Workers: o.Workers, MaxWait: o.MaxWait, Classes: o.Classes, ClassSize: o.ClassSize,
+	})
+	budget := o.Budget
+	budget.Stamp = func(ctx context.Context) bool { return o.Settings.For(ctx).Mechanisms.EdgeDeadline }
+	budget.Hooks = arrivalHooks(o.Metrics, o.Tracing)
+	return Edge{
+		Request: []func(http.Handler) http.Handler{
+			snapshotHTTP(o.Settings),
+			detachHTTPUnlessHonoured(o.Settings),
+			deadline.Edge(budget),
+		},
+		Route: pools.Middleware,
+	}
+}
+
+// ClientChain returns the interceptor to dial dependency d with. Every
+// call passes, in this order:
+//
+//  1. Snapshot: the call runs in the mode of the request it is made for
+//     (the snapshot its server took). A call made for no request, such as
+//     a background worker's, takes its own here, so that all its attempts
+//     agree.
+//  2. Retries (retry.Policy.Do): naive: 3 blind attempts, no backoff, at
+//     every layer — the retry storm; budgeted: at the one layer that
+//     retries, for idempotent methods only, with full-jitter backoff, only
+//     when the attempt fits in the budget, and within a retry budget.
+//     Outermost, so that every attempt passes the steps below again. Each
+//     attempt gets a span of its own (telemetry.Tracing.StartCall): the
+//     gRPC client span does not exist yet, so this span is where the
+//     attempt's deadline, timeout and outcome are recorded, and it stands
+//     for the calls that never leave (bulkhead full, breaker open, too
+//     little budget).
+//  3. Pool: naive: the caller's one outbound pool, shared by every
+//     dependency; budgeted: the dependency's own bulkhead, which fails at
+//     once when full (put the vendor on its own pool). A call refused
+//     here was never made, so it says nothing to the breaker.
+//  4. Breaker (budgeted): the dependency's circuit breaker (pair the
+//     budget with a breaker); while it is open, the call fails at once.
+//  5. Clip (pkg/deadline's client interceptor): the call's timeout is
+//     computed by deadline.Policy.Decide — budgeted: min(cap, remaining −
+//     margin), and a call with less than the floor left is not made;
+//     naive: the dependency's fixed cap, blind to the budget. Last, so that
+//     the time spent waiting for a slot is no longer in the budget.
+func ClientChain(d *Outbound) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		// 1. The request's mode.
+		ctx, s := d.o.Settings.Snapshot(ctx)
+		// 2. Retries: every attempt passes 3 to 5.
+		return d.retries(s, method).Do(ctx, func(ctx context.Context, attempt int) error {
+			ctx, span := d.o.Tracing.StartCall(ctx, d.o.HopName(method), attempt)
+			defer span.End()
+			// 3. A pool slot.
+			pool, err := d.acquire(ctx, s, method)
+			if err != nil {
+				return err
+			}
+			if pool != nil {
+				defer pool.Release()
+			}
+			// 5. The call, clipped to the budget ...
+			call := func() error { return d.clip(ctx, method, req, reply, cc, invoker, opts...) }
+			if !s.Mechanisms.Breakers {
+				return call()
+			}
+			// 4. ... through the breaker.
+			return d.guard(ctx, method, call)
+		})
+	}
+}
+
+// snapshotRequest is step 1 of ServerChain: the request's one reading
+// of the mode.
+func snapshotRequest(settings *mode.Live) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx, _ = settings.Snapshot(ctx)
+		return handler(ctx, req)
+	}
+}
+
+// snapshotHTTP is step 1 of EdgeChain.
+func snapshotHTTP(settings *mode.Live) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, _ := settings.Snapshot(r.Context())
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}
+
+// requestPolicy is the deadline policy of the request a context belongs
+// to.
+func requestPolicy(settings *mode.Live) func(context.Context) deadline.Policy {
+	return func(ctx context.Context) deadline.Policy { return settings.For(ctx).Policy() }
+}
+
+// detachUnlessHonoured is step 3 of ServerChain. It models a server that
+// does not notice its caller leaving: with HonourCancel off, the handler's
+// context keeps its values (trace, client deadline, the mode's snapshot)
+// but loses the caller's deadline and cancellation, so the work runs to
+// the end however late it is.
+func detachUnlessHonoured(settings *mode.Live) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if !settings.For(ctx).Mechanisms.HonourCancel {
+			ctx = context.WithoutCancel(ctx)
+		}
+		return handler(ctx, req)
+	}
+}
+
+// detachHTTPUnlessHonoured is step 2 of EdgeChain: with HonourCancel off,
+// the request's work goes on after the client has hung up.
+func detachHTTPUnlessHonoured(settings *mode.Live) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !settings.For(r.Context()).Mechanisms.HonourCancel {
+				r = r.WithContext(context.WithoutCancel(r.Context()))
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
