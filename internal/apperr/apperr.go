@@ -1,15 +1,29 @@
 // Package apperr is the one error type of Mercado's services: an error
 // with a code that says what went wrong in the domain's terms, mapped to a
-// gRPC status by one table.
+// gRPC status by one table, and a public message kept apart from its
+// cause.
+//
+// An Error's Message is public: it says, in the shop's words, what was
+// wrong with the request or what was being done, and a client may read it.
+// Its cause, Err, is for the log and for errors.Is and errors.As: a
+// driver's error, a dial error, anything. [Public] composes what a client
+// may read of a whole chain; [Status] sends it along with the error, as
+// the status's google.rpc.LocalizedMessage (the detail Google's API
+// design guide keeps for a message that is safe to show the user), so
+// that the next hop, and finally the gateway, knows what to show without
+// reading the status's text.
 package apperr
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
 
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
@@ -29,11 +43,15 @@ const (
 
 // Error is a coded error.
 type Error struct {
-	Code    Code
+	Code Code
+	// Message is public: what was wrong, or what was being done, in words
+	// a client may read.
 	Message string
-	Err     error
+	// Err is the cause, for the log; a client never reads its text.
+	Err error
 }
 
+// Error is the whole chain, cause included, for the log.
 func (e *Error) Error() string {
 	if e.Err != nil {
 		return e.Message + ": " + e.Err.Error()
@@ -43,12 +61,12 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// New returns an error with code and a formatted message.
+// New returns an error with code and a formatted public message.
 func New(code Code, format string, args ...any) error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Wrap returns an error with code, a message, and err as its cause.
+// Wrap returns an error with code, a public message, and err as its cause.
 func Wrap(code Code, err error, message string) error {
 	return &Error{Code: code, Message: message, Err: err}
 }
@@ -90,17 +108,125 @@ func GRPCCode(err error) codes.Code {
 	return codes.Internal
 }
 
-// Status converts err to a gRPC status error for a handler to return.
-// Internal errors are reported without their detail.
+// Status converts err to a gRPC status error for a handler to return:
+// its code, the whole chain as the status's message (for whoever reads
+// the logs of the calling service), and [Public] of err as the public
+// message. Internal errors are reported without their detail.
 func Status(err error) error {
 	if err == nil {
 		return nil
 	}
 	c := GRPCCode(err)
 	if c == codes.Internal {
-		return status.Error(c, "internal error")
+		return PublicStatus(c, "internal error", "internal error").Err()
 	}
-	return status.Error(c, err.Error())
+	return PublicStatus(c, err.Error(), Public(err)).Err()
+}
+
+// PublicStatus returns a status of code and message that carries public
+// as its public message (a LocalizedMessage detail), and details after it.
+func PublicStatus(code codes.Code, message, public string, details ...protoadapt.MessageV1) *status.Status {
+	st := status.New(code, message)
+	all := append([]protoadapt.MessageV1{&errdetails.LocalizedMessage{Locale: "en-US", Message: public}}, details...)
+	if withDetails, err := st.WithDetails(all...); err == nil {
+		return withDetails
+	}
+	return st // a detail that cannot be encoded: the status without any
+}
+
+// Public returns what of err a client may read. It joins with ": " the
+// public messages along err's chain:
+//
+//   - each Error's Message;
+//   - the message of an error that has one of its own (a mechanism's
+//     rejection, a database failure told in the shop's words: see
+//     [PublicMessager]);
+//   - the deadline's own errors: a call skipped for lack of budget, a call
+//     cut at its cap or by the caller's budget, a request refused on
+//     arrival;
+//   - a dependency's public message, from the status it answered.
+//
+// A cause with nothing public to say — a broken connection, a status made
+// by gRPC itself, a bare context error — gives way to a phrase for what
+// happened: "a service the shop depends on could not be reached; try
+// again later", or "the request ran out of time". Any other cause adds
+// nothing. Public never reads an error's text to decide.
+func Public(err error) string {
+	var parts []string
+	say := func(s string) {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	for err != nil {
+		var next error
+		switch e := err.(type) {
+		case *Error:
+			say(e.Message)
+			next = e.Err
+		case PublicMessager:
+			say(e.PublicMessage())
+		case *deadline.CallError:
+			// The call ended by its own clock, or was never made: that is
+			// the story, whatever the dependency said last.
+			causes := e.Unwrap()
+			say(causes[0].Error())
+			if len(causes) > 1 {
+				say(phrase(codes.DeadlineExceeded))
+			}
+		case *deadline.AdmissionError:
+			say(e.Error())
+		case interface{ GRPCStatus() *status.Status }:
+			st := e.GRPCStatus()
+			if msg, ok := publicOf(st); ok {
+				say(msg)
+			} else {
+				say(phrase(st.Code()))
+			}
+		default:
+			switch {
+			case err == deadline.ErrInsufficientBudget, err == deadline.ErrCallTimeout, err == deadline.ErrBudgetExhausted:
+				say(err.Error())
+			case err == context.DeadlineExceeded:
+				say(phrase(codes.DeadlineExceeded))
+			case err == context.Canceled:
+				say(phrase(codes.Canceled))
+			default:
+				// A wrapper's own words are not public; what it wraps may be.
+				next = errors.Unwrap(err)
+			}
+		}
+		err = next
+	}
+	return strings.Join(parts, ": ")
+}
+
+// PublicMessager is an error whose own message a client may read, apart
+// from its cause.
+type PublicMessager interface {
+	error
+	PublicMessage() string
+}
+
+// publicOf returns the public message a status carries, if any.
+func publicOf(st *status.Status) (string, bool) {
+	for _, d := range st.Details() {
+		if m, ok := d.(*errdetails.LocalizedMessage); ok {
+			return m.GetMessage(), true
+		}
+	}
+	return "", false
+}
+
+// phrase is what a client reads for a cause with nothing public to say.
+func phrase(c codes.Code) string {
+	switch c {
+	case codes.Unavailable, codes.ResourceExhausted:
+		return "a service the shop depends on could not be reached; try again later"
+	case codes.DeadlineExceeded, codes.Canceled:
+		return "the request ran out of time"
+	}
+	return ""
 }
 
 // FromGRPC turns a dependency's answer into a coded error, prefixing what

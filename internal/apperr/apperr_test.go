@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -217,5 +219,105 @@ func TestFromGRPCThenStatus(t *testing.T) {
 	}
 	if want := `reserving stock: out of stock: "filter-paper" has 10 left`; s.Message() != want {
 		t.Errorf("message = %q, want %q", s.Message(), want)
+	}
+}
+
+// publicError is an error with a public message of its own, apart from
+// its cause.
+type publicError struct {
+	public string
+	cause  error
+}
+
+func (e publicError) Error() string         { return e.public + ": " + e.cause.Error() }
+func (e publicError) PublicMessage() string { return e.public }
+func (e publicError) Unwrap() error         { return e.cause }
+
+// What a client may read of an error is decided by the types along its
+// chain, never by its text: the services' messages and the deadline's own
+// words pass, a broken connection's or a driver's text gives way to a
+// phrase, and a wrapper's own words are left out.
+func TestPublic(t *testing.T) {
+	dial := status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 10.0.0.7:8081: connect: connection refused"`)
+	secret := errors.New("pq: password authentication failed for user mercado")
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nil", nil, ""},
+		{"a message", apperr.New(apperr.NotFound, `unknown sku "tea"`), `unknown sku "tea"`},
+		{"messages along the chain", apperr.Wrap(apperr.Unavailable, apperr.New(apperr.Unavailable, "simulated failure"), "payment provider unavailable"),
+			"payment provider unavailable: simulated failure"},
+		{"an uncoded cause adds nothing", apperr.Wrap(apperr.Conflict, secret, "saving the order"), "saving the order"},
+		{"an uncoded error alone", secret, ""},
+		{"a wrapper's own words are left out", fmt.Errorf("replaying key %q: %w", "k", apperr.New(apperr.Invalid, "bad")), "bad"},
+		{"an error with a public message of its own", apperr.Wrap(apperr.Unavailable, publicError{"the database is unavailable (SQLSTATE 57P03)", secret}, "reading a charge"),
+			"reading a charge: the database is unavailable (SQLSTATE 57P03)"},
+		{"a dependency's public message", apperr.FromGRPC(apperr.Status(apperr.New(apperr.NotFound, `unknown sku "x"`)), "reserving stock"),
+			`reserving stock: unknown sku "x"`},
+		{"a broken connection", apperr.FromGRPC(dial, "reserving stock"),
+			"reserving stock: a service the shop depends on could not be reached; try again later"},
+		{"a broken connection alone", dial, "a service the shop depends on could not be reached; try again later"},
+		{"a status gRPC made, out of time", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), "the request ran out of time"},
+		{"a status gRPC made, with no phrase", status.Error(codes.Unimplemented, "unknown service"), ""},
+		{"a call skipped for lack of budget", apperr.FromGRPC(fmt.Errorf("calling shipping: %w", deadline.ErrInsufficientBudget), "booking the shipment"),
+			"booking the shipment: deadline: insufficient budget"},
+		{"a bare context deadline", apperr.Wrap(apperr.Timeout, context.DeadlineExceeded, "carrier did not answer in time"),
+			"carrier did not answer in time: the request ran out of time"},
+		{"the caller's budget as the cause", apperr.Wrap(apperr.Timeout, deadline.ErrBudgetExhausted, "payment provider did not answer in time"),
+			"payment provider did not answer in time: deadline: caller's budget exhausted"},
+		{"internal is hidden on the wire", apperr.FromGRPC(apperr.Status(apperr.Wrap(apperr.Internal, secret, "saving")), "reserving stock"),
+			"reserving stock: internal error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := apperr.Public(tt.err); got != tt.want {
+				t.Errorf("Public(%v) = %q, want %q", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+// Status carries the public message beside the whole chain, so the next
+// hop reads what it may show without reading the status's text.
+func TestStatusCarriesPublicMessage(t *testing.T) {
+	err := apperr.FromGRPC(status.Error(codes.Unavailable, "dial tcp 10.0.0.7:8081: connection refused"), "reserving stock")
+	s := status.Convert(apperr.Status(err))
+	if want := "reserving stock: dial tcp 10.0.0.7:8081: connection refused"; s.Message() != want {
+		t.Errorf("status message = %q, want the whole chain %q", s.Message(), want)
+	}
+	var public []string
+	for _, d := range s.Details() {
+		if m, ok := d.(*errdetails.LocalizedMessage); ok {
+			public = append(public, m.GetMessage())
+		}
+	}
+	if want := []string{"reserving stock: a service the shop depends on could not be reached; try again later"}; !slices.Equal(public, want) {
+		t.Errorf("public messages = %q, want %q", public, want)
+	}
+	if got := apperr.Public(apperr.Status(apperr.Wrap(apperr.Internal, errors.New("pq: secret"), "saving"))); got != "internal error" {
+		t.Errorf("Public of an internal status = %q, want internal error", got)
+	}
+}
+
+// PublicStatus keeps the details it is given after the public message.
+func TestPublicStatusDetails(t *testing.T) {
+	st := apperr.PublicStatus(codes.FailedPrecondition, "key reused", "this key was used with a different request",
+		&errdetails.ErrorInfo{Reason: "IDEMPOTENCY_KEY_REUSED", Domain: "mercado"})
+	if st.Code() != codes.FailedPrecondition || st.Message() != "key reused" {
+		t.Errorf("status = %v %q", st.Code(), st.Message())
+	}
+	var reason string
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			reason = info.GetReason()
+		}
+	}
+	if reason != "IDEMPOTENCY_KEY_REUSED" {
+		t.Errorf("ErrorInfo reason = %q, want IDEMPOTENCY_KEY_REUSED", reason)
+	}
+	if got := apperr.Public(st.Err()); got != "this key was used with a different request" {
+		t.Errorf("Public = %q", got)
 	}
 }

@@ -44,11 +44,14 @@ func Error(err error, doing string) error {
 	return apperr.Wrap(c, driverError{err: err, code: c}, doing)
 }
 
-// driverError is a driver's error told in Mercado's words.
+// driverError is a driver's error told in Mercado's words: its message
+// is public, the driver's error is its cause.
 type driverError struct {
 	err  error
 	code apperr.Code
 }
+
+var _ apperr.PublicMessager = driverError{}
 
 func (e driverError) Error() string {
 	var what string
@@ -65,6 +68,9 @@ func (e driverError) Error() string {
 	}
 	return what
 }
+
+// PublicMessage is the message: it names no host, user or database.
+func (e driverError) PublicMessage() string { return e.Error() }
 
 func (e driverError) Unwrap() error { return e.err }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -165,7 +166,7 @@ func UnaryServerInterceptor(o ServerOptions) grpc.UnaryServerInterceptor {
 			if o.Hooks.OnArrival != nil {
 				o.Hooks.OnArrival(ctx, a)
 			}
-			return nil, status.Error(codes.DeadlineExceeded, err.Error())
+			return nil, err
 		}
 		if o.Hooks.OnArrival != nil {
 			o.Hooks.OnArrival(ctx, a)
@@ -198,6 +199,18 @@ func (e *AdmissionError) Error() string {
 
 // Unwrap makes an admission error match ErrInsufficientBudget.
 func (e *AdmissionError) Unwrap() error { return ErrInsufficientBudget }
+
+// GRPCStatus reports the refusal as DeadlineExceeded. Its message names
+// nothing inside the server, so it also travels as the status's
+// google.rpc.LocalizedMessage, the detail for a message that is safe to
+// show the user: an edge may pass it on to its client.
+func (e *AdmissionError) GRPCStatus() *status.Status {
+	st := status.New(codes.DeadlineExceeded, e.Error())
+	if withMsg, err := st.WithDetails(&errdetails.LocalizedMessage{Locale: "en-US", Message: e.Error()}); err == nil {
+		return withMsg
+	}
+	return st
+}
 
 // Admit reports whether a request with ctx's budget should be started.
 // It is how a server applies "queue wait counts": call it on arrival and

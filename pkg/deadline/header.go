@@ -25,25 +25,38 @@ const maxDigits = 10
 // ErrBadHeader is wrapped by every error of [ParseMillis].
 var ErrBadHeader = errors.New("deadline: bad deadline header")
 
+// HeaderError is the error of a deadline header value that cannot be
+// read; it matches [ErrBadHeader].
+type HeaderError struct {
+	// Reason says what is wrong with the value ("more than 10 digits").
+	Reason string
+}
+
+func (e *HeaderError) Error() string { return ErrBadHeader.Error() + ": " + e.Reason }
+
+// Unwrap makes a header error match ErrBadHeader.
+func (e *HeaderError) Unwrap() error { return ErrBadHeader }
+
 // ParseMillis parses a deadline header value strictly: 1 to 10 ASCII
-// digits, no sign, no spaces, no unit, and not zero. It never panics.
+// digits, no sign, no spaces, no unit, and not zero. It never panics. Its
+// errors are *HeaderError.
 func ParseMillis(s string) (time.Duration, error) {
 	if s == "" {
-		return 0, fmt.Errorf("%w: empty value", ErrBadHeader)
+		return 0, &HeaderError{Reason: "empty value"}
 	}
 	if len(s) > maxDigits {
-		return 0, fmt.Errorf("%w: more than %d digits", ErrBadHeader, maxDigits)
+		return 0, &HeaderError{Reason: fmt.Sprintf("more than %d digits", maxDigits)}
 	}
 	var ms int64
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("%w: %q is not a whole number of milliseconds", ErrBadHeader, s)
+			return 0, &HeaderError{Reason: fmt.Sprintf("%q is not a whole number of milliseconds", s)}
 		}
 		ms = ms*10 + int64(c-'0')
 	}
 	if ms == 0 {
-		return 0, fmt.Errorf("%w: must be at least 1 ms", ErrBadHeader)
+		return 0, &HeaderError{Reason: "must be at least 1 ms"}
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/jsonbody"
 	"github.com/mercado-lab/mercado/internal/problem"
@@ -167,7 +168,7 @@ func (s *server) checkout(w http.ResponseWriter, r *http.Request) {
 	s.addDownstreamHops(r, trailer)
 	if err != nil {
 		if keyReused(err) {
-			problem.Write(w, r, http.StatusUnprocessableEntity, status.Convert(err).Message())
+			problem.Write(w, r, http.StatusUnprocessableEntity, apperr.Public(err))
 			return
 		}
 		writeUpstreamError(w, r, err, checkoutOverrides)

@@ -80,14 +80,10 @@ var (
 func keyStatus(err error) (*status.Status, bool) {
 	switch {
 	case errors.Is(err, errKeyInFlight):
-		return status.New(codes.Aborted, errKeyInFlight.Message), true
+		return apperr.PublicStatus(codes.Aborted, errKeyInFlight.Message, errKeyInFlight.Message), true
 	case errors.Is(err, errKeyReused):
-		st, derr := status.New(codes.FailedPrecondition, errKeyReused.Message).
-			WithDetails(&errdetails.ErrorInfo{Reason: ReasonKeyReused, Domain: "mercado"})
-		if derr != nil {
-			return status.New(codes.FailedPrecondition, errKeyReused.Message), true
-		}
-		return st, true
+		return apperr.PublicStatus(codes.FailedPrecondition, errKeyReused.Message, errKeyReused.Message,
+			&errdetails.ErrorInfo{Reason: ReasonKeyReused, Domain: "mercado"}), true
 	}
 	return nil, false
 }
@@ -123,7 +119,7 @@ func (s *Service) placeOnce(ctx context.Context, req PlaceRequest) (Order, error
 			return Order{}, fmt.Errorf("replaying key %q: %w", req.IdempotencyKey, err)
 		}
 		if a.Code != codes.OK {
-			return Order{}, status.Error(a.Code, a.Message)
+			return Order{}, apperr.PublicStatus(a.Code, a.Message, a.Public).Err()
 		}
 		return a.Order, nil
 	}
@@ -157,7 +153,7 @@ func (s *Service) placeOnce(ctx context.Context, req PlaceRequest) (Order, error
 	// taken (a retry must not charge again): store it for replay.
 	a := storedAnswer{Order: o}
 	if err != nil {
-		a = storedAnswer{Code: apperr.GRPCCode(err), Message: err.Error()}
+		a = storedAnswer{Code: apperr.GRPCCode(err), Message: err.Error(), Public: apperr.Public(err)}
 	}
 	b, _ := json.Marshal(a)
 	if cerr := s.keys.Complete(bctx, req.IdempotencyKey, b); cerr != nil {
@@ -166,11 +162,14 @@ func (s *Service) placeOnce(ctx context.Context, req PlaceRequest) (Order, error
 	return o, err
 }
 
-// storedAnswer is what a completed key replays: the order, or the error.
+// storedAnswer is what a completed key replays: the order, or the error
+// (its code, its whole message for the log, and what of it a client may
+// read).
 type storedAnswer struct {
 	Order   Order      `json:"order"`
 	Code    codes.Code `json:"code,omitempty"`
 	Message string     `json:"message,omitempty"`
+	Public  string     `json:"public,omitempty"`
 }
 
 // ReapKeys deletes keys older than the retention, in batches.

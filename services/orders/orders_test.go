@@ -537,6 +537,12 @@ func TestPlaceOrderIDsDiffer(t *testing.T) {
 	}
 }
 
+// serviceStatus is a dependency's refusal as a Mercado service sends it:
+// its message is public (apperr.Status).
+func serviceStatus(code codes.Code, msg string) error {
+	return apperr.PublicStatus(code, msg, msg).Err()
+}
+
 // A step that fails before any money can have been taken stores the order
 // as failed, gives reserved stock back, releases the idempotency key and
 // returns the step's error with its code.
@@ -553,7 +559,7 @@ func TestPlaceOrderFailures(t *testing.T) {
 		{
 			name:        "catalog: unknown sku",
 			setup:       func(s *shop, err error) { s.catalog.reserveErr = err },
-			depErr:      status.Error(codes.NotFound, `unknown sku "nope"`),
+			depErr:      serviceStatus(codes.NotFound, `unknown sku "nope"`),
 			wantCalls:   []string{"keys.Claim", "store.Create", "catalog.Reserve", "store.Update:failed", "keys.Release"},
 			wantCode:    codes.NotFound,
 			wantFailure: `reserving stock: unknown sku "nope"`,
@@ -561,7 +567,7 @@ func TestPlaceOrderFailures(t *testing.T) {
 		{
 			name:        "catalog: out of stock",
 			setup:       func(s *shop, err error) { s.catalog.reserveErr = err },
-			depErr:      status.Error(codes.FailedPrecondition, "out of stock"),
+			depErr:      serviceStatus(codes.FailedPrecondition, "out of stock"),
 			wantCalls:   []string{"keys.Claim", "store.Create", "catalog.Reserve", "store.Update:failed", "keys.Release"},
 			wantCode:    codes.FailedPrecondition,
 			wantFailure: "reserving stock: out of stock",
@@ -577,7 +583,7 @@ func TestPlaceOrderFailures(t *testing.T) {
 		{
 			name:        "payments: refused the request",
 			setup:       func(s *shop, err error) { s.payments.err = err },
-			depErr:      status.Error(codes.InvalidArgument, "amount_cents must be positive"),
+			depErr:      serviceStatus(codes.InvalidArgument, "amount_cents must be positive"),
 			wantCalls:   []string{"keys.Claim", "store.Create", "catalog.Reserve", "payments.Charge", "catalog.Release", "store.Update:failed", "keys.Release"},
 			wantCode:    codes.InvalidArgument,
 			wantRelease: true,
@@ -588,7 +594,7 @@ func TestPlaceOrderFailures(t *testing.T) {
 			// made, so nothing was charged.
 			name:        "payments: bulkhead full",
 			setup:       func(s *shop, err error) { s.payments.err = err },
-			depErr:      status.Error(codes.ResourceExhausted, `payments: bulkhead "to.payments" full`),
+			depErr:      serviceStatus(codes.ResourceExhausted, `payments: bulkhead "to.payments" full`),
 			wantCalls:   []string{"keys.Claim", "store.Create", "catalog.Reserve", "payments.Charge", "catalog.Release", "store.Update:failed", "keys.Release"},
 			wantCode:    codes.Unavailable,
 			wantRelease: true,
@@ -678,7 +684,7 @@ func TestPlaceOrderUnknownPaymentOutcome(t *testing.T) {
 // outbox (naive), every step is called in line and the checkout fails at
 // shipping, with the money already taken.
 func TestPlaceOrderShippingFails(t *testing.T) {
-	shippingErr := status.Error(codes.DeadlineExceeded, "carrier did not answer in time")
+	shippingErr := serviceStatus(codes.DeadlineExceeded, "carrier did not answer in time")
 	t.Run("outbox", func(t *testing.T) {
 		s := newShop(t)
 		s.shipping.err = shippingErr

@@ -171,7 +171,8 @@ func (s *Service) answerKey(ctx context.Context, o Order) {
 	case o.Status == StatusFailed && o.ChargeID == "":
 		err = s.keys.Release(ctx, o.IdempotencyKey)
 	case o.Status == StatusFailed:
-		b, _ := json.Marshal(storedAnswer{Code: codes.FailedPrecondition, Message: "order " + o.ID + ": " + o.Failure})
+		failure := "order " + o.ID + ": " + o.Failure
+		b, _ := json.Marshal(storedAnswer{Code: codes.FailedPrecondition, Message: failure, Public: failure})
 		err = s.keys.Complete(ctx, o.IdempotencyKey, b)
 	case o.Status == StatusConfirmed || o.Status == StatusPaymentPending:
 		b, _ := json.Marshal(storedAnswer{Order: o})

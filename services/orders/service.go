@@ -202,7 +202,7 @@ func (s *Service) fail(ctx context.Context, o Order, cause error) (Order, error)
 	bctx, cancel := bookkeeping(ctx)
 	defer cancel()
 	s.finish(bctx)
-	o.Status, o.Failure, o.UpdatedAt = StatusFailed, cause.Error(), s.now()
+	o.Status, o.Failure, o.UpdatedAt = StatusFailed, apperr.Public(cause), s.now()
 	if o.ReservationID != "" {
 		if err := s.catalog.Release(bctx, o.ReservationID); err != nil {
 			// Recorded, the order keeps its reservation until the
@@ -223,5 +223,11 @@ type orderError struct {
 	err error
 }
 
+var _ apperr.PublicMessager = (*orderError)(nil)
+
 func (e *orderError) Error() string { return "order " + e.id + ": " + e.err.Error() }
+
+// PublicMessage names the order and what of the failure a client may read.
+func (e *orderError) PublicMessage() string { return "order " + e.id + ": " + apperr.Public(e.err) }
+
 func (e *orderError) Unwrap() error { return e.err }
