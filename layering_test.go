@@ -4,10 +4,13 @@
 //	pkg/, internal/   plumbing every service shares: imports no service,
 //	                  no lab and no load test
 //	services/<name>   one service each
-//	loadtest/         the load generator and its report: drives the shop
-//	                  over HTTP only, so imports no service and no lab
-//	lab/              the labs and the in-process shop: compose services
-//	                  and the load test
+//	loadtest/         the load generator and its report: sends the traffic
+//	                  and measures it; imports no service and no lab, and
+//	                  nothing of the shop's admin API or its metrics (a
+//	                  scenario arranges the shop through loadtest.Shop)
+//	lab/              the labs, the in-process shop and the driver that
+//	                  arranges a shop through its admin APIs: compose
+//	                  services and the load test
 //	cmd/mercado       the one binary, which dispatches to all of them
 package mercado_test
 
@@ -52,7 +55,7 @@ func TestLayering(t *testing.T) {
 	}{
 		{"./internal/...", []string{"services/", "lab", "loadtest", "cmd/"}},
 		{"./pkg/...", []string{"internal/", "services/", "lab", "loadtest", "cmd/"}},
-		{"./loadtest/...", []string{"services/", "lab", "cmd/"}},
+		{"./loadtest/...", []string{"services/", "lab", "cmd/", "internal/admin", "internal/telemetry"}},
 		{"./services/...", []string{"lab", "loadtest", "cmd/"}},
 	}
 	for _, r := range rules {

@@ -19,6 +19,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/internal/telemetry"
+	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/loadtest"
 )
@@ -207,7 +208,7 @@ func isolationOnce(ctx context.Context, cfg IsolationConfig, m mode.Mode, log *s
 	client := &http.Client{Timeout: 5 * time.Second}
 	var shippingCalls float64
 	for _, p := range s.Processes() {
-		fams, err := loadtest.Scrape(ctx, client, "http://"+p.AdminAddr+"/metrics")
+		fams, err := driver.Scrape(ctx, client, "http://"+p.AdminAddr+"/metrics")
 		if err != nil {
 			return IsolationMode{}, err
 		}
@@ -241,7 +242,7 @@ func (p *peakSampler) run(ctx context.Context, s *shop.Shop) {
 	defer t.Stop()
 	for {
 		for _, proc := range s.Processes() {
-			fams, err := loadtest.Scrape(ctx, client, "http://"+proc.AdminAddr+"/metrics")
+			fams, err := driver.Scrape(ctx, client, "http://"+proc.AdminAddr+"/metrics")
 			if err != nil {
 				continue
 			}

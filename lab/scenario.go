@@ -8,6 +8,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/loadtest"
 )
@@ -52,11 +53,16 @@ func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, p
 		return loadtest.Results{}, err
 	}
 	defer s.Stop()
-	t := loadtest.Target{Gateway: s.GatewayURL(), Admin: map[string]string{}}
+	return loadtest.RunScenario(ctx, sc, drive(s), loadtest.RunOptions{Progress: progress, CPU: processCPU})
+}
+
+// drive is a driver for the in-process shop s.
+func drive(s *shop.Shop) *driver.Shop {
+	admin := map[string]string{}
 	for _, p := range s.Processes() {
-		t.Admin[p.Name] = "http://" + p.AdminAddr
+		admin[p.Name] = "http://" + p.AdminAddr
 	}
-	return loadtest.RunScenario(ctx, sc, t, loadtest.RunOptions{Progress: progress, CPU: processCPU})
+	return driver.New(s.GatewayURL(), admin, "")
 }
 
 // processCPU is this process's CPU time, user and system: the in-process

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -78,7 +79,7 @@ func (c Check) validate(s Scenario) error {
 		errs = append(errs, fmt.Errorf("class %q is not one the scenario sends", c.Class))
 	}
 	if _, ok := Figures[c.Figure]; !ok {
-		errs = append(errs, fmt.Errorf("figure %q: want one of %s", c.Figure, strings.Join(sortedKeys(Figures), ", ")))
+		errs = append(errs, fmt.Errorf("figure %q: want one of %s", c.Figure, strings.Join(slices.Sorted(maps.Keys(Figures)), ", ")))
 	}
 	if (c.AtLeast == nil) == (c.AtMost == nil) {
 		errs = append(errs, errors.New("exactly one of at_least and at_most is required"))
@@ -208,7 +209,7 @@ func (c CheckResult) Describe() string {
 
 func formatFigure(v float64) string {
 	switch {
-	case !isFinite(v):
+	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "-"
 	case math.Abs(v) >= 100:
 		return fmt.Sprintf("%.0f", v)

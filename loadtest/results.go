@@ -76,7 +76,9 @@ type ServerFigures struct {
 	Skipped         map[string]float64 `json:"skipped"`
 	BreakerOpens    float64            `json:"breaker_opens"`
 	PoolRejections  float64            `json:"pool_rejections"`
-	// Amplification is calls received by each service per user request.
+	// Calls are the requests each service behind the gateway received;
+	// Amplification is that per user request sent.
+	Calls         map[string]float64 `json:"calls"`
 	Amplification map[string]float64 `json:"amplification"`
 	Retries       float64            `json:"retries"`
 	// DuplicateCharges are charges beyond one per logical checkout.

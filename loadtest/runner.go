@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -19,21 +19,8 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
-	"github.com/mercado-lab/mercado/internal/telemetry"
 )
-
-// Target is a running shop: its public URL and every service's admin URL.
-type Target struct {
-	Gateway string
-	// Admin maps service names (gateway, orders, catalog, payments,
-	// shipping) to admin base URLs.
-	Admin map[string]string
-	// Token is the admin bearer token, if the shop requires one.
-	Token  string
-	Client *http.Client
-}
 
 // RunOptions adjust a scenario run.
 type RunOptions struct {
@@ -51,12 +38,9 @@ const (
 	maxLagP99   = 10 * time.Millisecond
 )
 
-// RunScenario runs sc against t once per mode, switching the whole shop
-// through the gateway's admin API between modes.
-func RunScenario(ctx context.Context, sc Scenario, t Target, o RunOptions) (Results, error) {
-	if t.Client == nil {
-		t.Client = &http.Client{Timeout: 10 * time.Second}
-	}
+// RunScenario runs sc against shop once per mode, switching the whole shop
+// between modes.
+func RunScenario(ctx context.Context, sc Scenario, shop Shop, o RunOptions) (Results, error) {
 	res := Results{Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), StartedAt: time.Now().UTC().Format(time.RFC3339)}
 	nonce := make([]byte, 4)
 	_, _ = rand.Read(nonce)
@@ -64,9 +48,9 @@ func RunScenario(ctx context.Context, sc Scenario, t Target, o RunOptions) (Resu
 		if i > 0 {
 			// Work the previous mode left running must not count against
 			// this one: wait (a while) for the pools to empty.
-			t.settle(ctx, 15*time.Second)
+			shop.Settle(ctx, 15*time.Second)
 		}
-		mr, err := runMode(ctx, sc, t, m, hex.EncodeToString(nonce), o)
+		mr, err := runMode(ctx, sc, shop, m, hex.EncodeToString(nonce), o)
 		if err != nil {
 			return Results{}, fmt.Errorf("%s: %w", m, err)
 		}
@@ -76,24 +60,24 @@ func RunScenario(ctx context.Context, sc Scenario, t Target, o RunOptions) (Resu
 	return res, nil
 }
 
-func runMode(ctx context.Context, sc Scenario, t Target, m mode.Mode, nonce string, o RunOptions) (ModeResult, error) {
+func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce string, o RunOptions) (ModeResult, error) {
 	var overrides mode.Overrides
 	if sc.Shop.Mechanisms != "" {
 		if err := overrides.Set(sc.Shop.Mechanisms); err != nil {
 			return ModeResult{}, err
 		}
 	}
-	if err := t.admin(ctx, "gateway", http.MethodPut, "/admin/mode", map[string]any{"mode": m, "mechanisms": overrides}); err != nil {
-		return ModeResult{}, fmt.Errorf("switching to %s: %w", m, err)
-	}
-	if err := t.setFaults(ctx, nil); err != nil {
+	if err := shop.Switch(ctx, m, overrides); err != nil {
 		return ModeResult{}, err
 	}
-	orderID := t.seedOrder(ctx, string(m)+"-"+nonce)
+	if err := shop.SetFaults(ctx, nil); err != nil {
+		return ModeResult{}, err
+	}
+	orderID := seedOrder(ctx, shop.URL(), string(m)+"-"+nonce)
 
 	mr := ModeResult{Mode: string(m), Valid: true, Series: map[string][]Second{},
 		PoolInFlight: map[string][]float64{}, BreakerState: map[string][]float64{}}
-	before, err := t.scrapeAll(ctx)
+	before, err := shop.Counters(ctx)
 	if err != nil {
 		return ModeResult{}, err
 	}
@@ -108,12 +92,12 @@ func runMode(ctx context.Context, sc Scenario, t Target, m mode.Mode, nonce stri
 	sampling.Add(1)
 	go func() {
 		defer sampling.Done()
-		t.sampleGauges(sampleCtx, &mr, start)
+		sampleGauges(sampleCtx, shop, &mr, start)
 	}()
 	progressDone := make(chan struct{})
 	go reportProgress(string(m), start, sc.Length(), o.Progress, progressDone)
 
-	phased, invalid, err := t.runPhases(ctx, sc, start, fmt.Sprintf("%s-%s", m, nonce), orderID)
+	phased, invalid, err := runPhases(ctx, sc, shop, start, fmt.Sprintf("%s-%s", m, nonce), orderID)
 	if err != nil {
 		close(progressDone)
 		stopSampling()
@@ -124,7 +108,7 @@ func runMode(ctx context.Context, sc Scenario, t Target, m mode.Mode, nonce stri
 	all := map[string][]Sample{}
 	for i, p := range sc.Phases {
 		span := PhaseSpan{Name: p.Name, StartS: phased[i].start.Seconds(), EndS: (phased[i].start + time.Duration(p.Duration)).Seconds(), Faulty: len(p.Faults) > 0}
-		for _, name := range sortedKeys(phased[i].samples) {
+		for _, name := range slices.Sorted(maps.Keys(phased[i].samples)) {
 			got := phased[i].samples[name]
 			span.Classes = append(span.Classes, Summarize(name, got, deadline, time.Duration(p.Duration)))
 			all[name] = append(all[name], got...)
@@ -134,8 +118,8 @@ func runMode(ctx context.Context, sc Scenario, t Target, m mode.Mode, nonce stri
 	close(progressDone)
 	stopSampling()
 	sampling.Wait()
-	_ = t.setFaults(ctx, nil)
-	after, err := t.scrapeAll(ctx)
+	_ = shop.SetFaults(ctx, nil)
+	after, err := shop.Counters(ctx)
 	if err != nil {
 		return ModeResult{}, err
 	}
@@ -143,7 +127,7 @@ func runMode(ctx context.Context, sc Scenario, t Target, m mode.Mode, nonce stri
 	length := sc.Length()
 	var lags []time.Duration
 	var requests, goodCheckouts int
-	for _, name := range sortedKeys(all) {
+	for _, name := range slices.Sorted(maps.Keys(all)) {
 		samples := all[name]
 		s := Summarize(name, samples, deadline, length)
 		mr.Classes = append(mr.Classes, s)
@@ -183,7 +167,7 @@ type phaseRun struct {
 // load would turn closed-loop exactly when the shop is slowest.) Faults
 // change at each phase's start. It reports every phase whose generator
 // sent less than its schedule asked.
-func (t Target) runPhases(ctx context.Context, sc Scenario, start time.Time, keyPrefix, orderID string) ([]phaseRun, []string, error) {
+func runPhases(ctx context.Context, sc Scenario, shop Shop, start time.Time, keyPrefix, orderID string) ([]phaseRun, []string, error) {
 	out := make([]phaseRun, len(sc.Phases))
 	errs := make([]error, len(sc.Phases))
 	var wg sync.WaitGroup
@@ -199,7 +183,7 @@ func (t Target) runPhases(ctx context.Context, sc Scenario, start time.Time, key
 		if ctx.Err() != nil {
 			break
 		}
-		if err := t.setFaults(ctx, p.Faults); err != nil {
+		if err := shop.SetFaults(ctx, p.Faults); err != nil {
 			setErr = err
 			break
 		}
@@ -208,7 +192,7 @@ func (t Target) runPhases(ctx context.Context, sc Scenario, start time.Time, key
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i].samples, errs[i] = Run(ctx, Options{Base: t.Gateway, Duration: time.Duration(p.Duration)}, classes...)
+			out[i].samples, errs[i] = Run(ctx, Options{Base: shop.URL(), Duration: time.Duration(p.Duration)}, classes...)
 		}()
 		offset += time.Duration(p.Duration)
 	}
@@ -220,7 +204,7 @@ func (t Target) runPhases(ctx context.Context, sc Scenario, start time.Time, key
 	}
 	// The last phase's faults end with the schedule, not with the
 	// stragglers it left behind.
-	_ = t.setFaults(context.WithoutCancel(ctx), nil)
+	_ = shop.SetFaults(context.WithoutCancel(ctx), nil)
 	wg.Wait()
 	if err := errors.Join(append(errs, setErr, ctx.Err())...); err != nil {
 		return nil, nil, err
@@ -302,14 +286,14 @@ func CheckoutRequest(keyPrefix string) func(base string, seq uint64) vegeta.Targ
 var checkoutBody = []byte(`{"customer":"loadtest","items":[{"sku":"coffee-arabica","qty":1}],"address":"1 Load Street"}`)
 
 // seedOrder places one order for the status class to look up.
-func (t Target) seedOrder(ctx context.Context, key string) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.Gateway+"/api/checkout", bytes.NewReader(checkoutBody))
+func seedOrder(ctx context.Context, base, key string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/checkout", bytes.NewReader(checkoutBody))
 	if err != nil {
 		return "none"
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", "seed-"+key)
-	resp, err := t.Client.Do(req)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		return "none"
 	}
@@ -350,100 +334,8 @@ func perSecond(samples []Sample, start time.Time, deadline time.Duration) []Seco
 	return out
 }
 
-// admin calls one service's admin API.
-func (t Target) admin(ctx context.Context, service, method, path string, body any) error {
-	base, ok := t.Admin[service]
-	if !ok {
-		return fmt.Errorf("no admin URL for %s", service)
-	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(base, "/")+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if t.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+t.Token)
-	}
-	resp, err := t.Client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("%s %s%s: HTTP %d: %s", method, service, path, resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	return nil
-}
-
-// setFaults puts each service's faults in force (none for services not
-// named).
-func (t Target) setFaults(ctx context.Context, specs map[string]string) error {
-	var errs []error
-	for svc := range t.Admin {
-		set := faults.Set{}
-		if spec, ok := specs[svc]; ok {
-			parsed, err := faults.Parse(spec)
-			if err != nil {
-				return err
-			}
-			set = parsed
-		}
-		if err := t.admin(ctx, svc, http.MethodPut, "/admin/faults", set); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// settle waits until no pool holds work, or for at most limit.
-func (t Target) settle(ctx context.Context, limit time.Duration) {
-	end := time.Now().Add(limit)
-	for time.Now().Before(end) {
-		all, err := t.scrapeAll(ctx)
-		if err != nil {
-			return
-		}
-		busy := 0.0
-		for _, f := range all {
-			busy += f.Sum(telemetry.NamePoolInFlight, nil) + f.Sum(telemetry.NamePoolWaiting, nil)
-		}
-		if busy == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-// scrapeAll reads every service's /metrics.
-func (t Target) scrapeAll(ctx context.Context) (map[string]Families, error) {
-	out := map[string]Families{}
-	for svc, base := range t.Admin {
-		f, err := Scrape(ctx, t.Client, strings.TrimSuffix(base, "/")+"/metrics")
-		if err != nil {
-			return nil, err
-		}
-		out[svc] = f
-	}
-	return out, nil
-}
-
 // sampleGauges records pool and breaker gauges once a second.
-func (t Target) sampleGauges(ctx context.Context, mr *ModeResult, start time.Time) {
+func sampleGauges(ctx context.Context, shop Shop, mr *ModeResult, start time.Time) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -452,7 +344,7 @@ func (t Target) sampleGauges(ctx context.Context, mr *ModeResult, start time.Tim
 			return
 		case <-tick.C:
 		}
-		all, err := t.scrapeAll(ctx)
+		g, err := shop.Gauges(ctx)
 		if err != nil {
 			continue
 		}
@@ -463,39 +355,42 @@ func (t Target) sampleGauges(ctx context.Context, mr *ModeResult, start time.Tim
 			}
 			dst[key] = append(dst[key], v)
 		}
-		for svc, f := range all {
-			for pool, v := range f.ByLabel(telemetry.NamePoolInFlight, "pool") {
-				record(mr.PoolInFlight, svc+"/"+pool, v)
-			}
-			for dep, v := range f.ByLabel(telemetry.NameBreakerState, "dep") {
-				record(mr.BreakerState, svc+"/"+dep, v)
-			}
+		for pool, v := range g.PoolInFlight {
+			record(mr.PoolInFlight, pool, v)
+		}
+		for dep, v := range g.BreakerState {
+			record(mr.BreakerState, dep, v)
 		}
 	}
 }
 
-// serverFigures are the services' counters' growth over the run.
-func serverFigures(before, after map[string]Families, requests int) ServerFigures {
-	diff := func(svc, name string, match map[string]string) float64 {
-		return after[svc].Sum(name, match) - before[svc].Sum(name, match)
+// serverFigures are the services' counters' growth over the run; requests
+// is how many the generator sent.
+func serverFigures(before, after Counters, requests int) ServerFigures {
+	s := ServerFigures{
+		LateCompletions:  after.LateCompletions - before.LateCompletions,
+		LateWorkSeconds:  after.LateWorkSeconds - before.LateWorkSeconds,
+		BreakerOpens:     after.BreakerOpens - before.BreakerOpens,
+		PoolRejections:   after.PoolRejections - before.PoolRejections,
+		Retries:          after.Retries - before.Retries,
+		DuplicateCharges: after.DuplicateCharges - before.DuplicateCharges,
+		Skipped:          map[string]float64{},
+		Calls:            map[string]float64{},
+		Amplification:    map[string]float64{},
 	}
-	s := ServerFigures{Skipped: map[string]float64{}, Amplification: map[string]float64{}}
-	for svc := range after {
-		s.LateCompletions += diff(svc, telemetry.NameLateCompletions, nil)
-		s.LateWorkSeconds += diff(svc, telemetry.NameLateWork, nil)
-		s.BreakerOpens += diff(svc, telemetry.NameBreakerTransitions, map[string]string{"to": "open"})
-		s.PoolRejections += diff(svc, telemetry.NamePoolRejections, nil)
-		s.Retries += diff(svc, telemetry.NameRetries, nil)
-		b, a := before[svc].ByLabel(telemetry.NameSkipped, "reason"), after[svc].ByLabel(telemetry.NameSkipped, "reason")
-		for reason, v := range a {
-			if d := v - b[reason]; d > 0 {
-				s.Skipped[reason] += d
-			}
-		}
-		if requests > 0 && svc != "gateway" {
-			s.Amplification[svc] = diff(svc, telemetry.NameRequests, nil) / float64(requests)
+	for reason, v := range after.Skipped {
+		if d := v - before.Skipped[reason]; d > 0 {
+			s.Skipped[reason] = d
 		}
 	}
-	s.DuplicateCharges = diff("payments", "mercado_duplicate_charges", nil)
+	for svc, v := range after.Requests {
+		if svc == "gateway" {
+			continue
+		}
+		s.Calls[svc] = v - before.Requests[svc]
+		if requests > 0 {
+			s.Amplification[svc] = s.Calls[svc] / float64(requests)
+		}
+	}
 	return s
 }

@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/mercado-lab/mercado/lab"
+	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/loadtest"
+	"github.com/mercado-lab/mercado/loadtest/report"
 )
 
 // defaultScenario is what `mercado lab` runs with no lab named: chosen for
@@ -72,43 +72,18 @@ func runLoad(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return usageError{fmt.Errorf("load: %w", err)}
 	}
-	t, err := discover(ctx, strings.TrimSuffix(*gateway, "/"), strings.TrimSuffix(*adminURL, "/"), *token)
+	shop, err := driver.Discover(ctx, *gateway, strings.TrimSuffix(*adminURL, "/"), *token)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
-	fmt.Fprintf(stderr, "scenario %s against %s: %s per mode, modes %v\n", sc.Name, t.Gateway, sc.Length(), sc.Modes)
+	fmt.Fprintf(stderr, "scenario %s against %s: %s per mode, modes %v\n", sc.Name, shop.URL(), sc.Length(), sc.Modes)
 	bar := newProgress(stderr)
-	res, err := loadtest.RunScenario(ctx, sc, t, loadtest.RunOptions{Progress: bar.update})
+	res, err := loadtest.RunScenario(ctx, sc, shop, loadtest.RunOptions{Progress: bar.update})
 	bar.finish()
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
 	return o.report(res, stdout, stderr)
-}
-
-// discover finds every service's admin URL through the gateway's.
-func discover(ctx context.Context, gateway, adminURL, token string) (loadtest.Target, error) {
-	t := loadtest.Target{Gateway: gateway, Admin: map[string]string{"gateway": adminURL}, Token: token,
-		Client: &http.Client{Timeout: 10 * time.Second}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adminURL+"/admin/peers", nil)
-	if err != nil {
-		return t, err
-	}
-	resp, err := t.Client.Do(req)
-	if err != nil {
-		return t, fmt.Errorf("reaching the gateway's admin API: %w", err)
-	}
-	defer resp.Body.Close()
-	var peers struct {
-		Peers []struct{ Name, URL string } `json:"peers"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&peers); err != nil {
-		return t, fmt.Errorf("reading the gateway's peers: %w", err)
-	}
-	for _, p := range peers.Peers {
-		t.Admin[p.Name] = p.URL
-	}
-	return t, nil
 }
 
 // scenarioOptions are the flags every scenario run shares.
@@ -153,7 +128,7 @@ func (o scenarioOptions) report(res loadtest.Results, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	if err := loadtest.WriteHTML(f, res); err != nil {
+	if err := report.WriteHTML(f, res); err != nil {
 		f.Close()
 		return err
 	}
@@ -164,7 +139,7 @@ func (o scenarioOptions) report(res loadtest.Results, stdout, stderr io.Writer) 
 		_, err := stdout.Write(append(js, '\n'))
 		return err
 	}
-	loadtest.WriteTable(stdout, res)
+	report.WriteTable(stdout, res)
 	fmt.Fprintf(stderr, "\nwrote %s and %s\n", filepath.Join(*o.out, "results.json"), filepath.Join(*o.out, "report.html"))
 	return nil
 }

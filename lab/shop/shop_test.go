@@ -15,8 +15,8 @@ import (
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/internal/timing"
+	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/lab/shop"
-	"github.com/mercado-lab/mercado/loadtest"
 )
 
 func startShop(t *testing.T, cfg shop.Config) *shop.Shop {
@@ -108,7 +108,7 @@ func TestCheckoutEndToEnd(t *testing.T) {
 			// Every service's /metrics parses as Prometheus text and shows
 			// the traffic it saw.
 			for _, p := range s.Processes() {
-				fams, err := loadtest.Scrape(context.Background(), http.DefaultClient, "http://"+p.AdminAddr+"/metrics")
+				fams, err := driver.Scrape(context.Background(), http.DefaultClient, "http://"+p.AdminAddr+"/metrics")
 				if err != nil {
 					t.Fatalf("%s: %v", p.Name, err)
 				}

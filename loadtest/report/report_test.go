@@ -1,4 +1,4 @@
-package loadtest
+package report
 
 import (
 	"bytes"
@@ -12,35 +12,37 @@ import (
 	"testing"
 
 	"golang.org/x/net/html"
+
+	"github.com/mercado-lab/mercado/loadtest"
 )
 
 // sampleResults is a hand-built run: two modes, two classes, ten seconds,
 // a quiet phase and then a faulty one, with gauges. The budgeted run is
 // marked invalid so the marker shows.
-func sampleResults() Results {
-	series := func(p99 func(t int) float64, good func(t int) int) []Second {
-		var out []Second
+func sampleResults() loadtest.Results {
+	series := func(p99 func(t int) float64, good func(t int) int) []loadtest.Second {
+		var out []loadtest.Second
 		for t := range 10 {
-			out = append(out, Second{T: t, Requests: 20, Good: good(t), P50MS: p99(t) / 4, P99MS: p99(t)})
+			out = append(out, loadtest.Second{T: t, Requests: 20, Good: good(t), P50MS: p99(t) / 4, P99MS: p99(t)})
 		}
 		return out
 	}
 	faulty := func(t int) bool { return t >= 4 }
-	phases := []PhaseSpan{
+	phases := []loadtest.PhaseSpan{
 		{Name: "steady", StartS: 0, EndS: 4},
 		{Name: "payments slow", StartS: 4, EndS: 10, Faulty: true},
 	}
-	naive := ModeResult{
+	naive := loadtest.ModeResult{
 		Mode:   "naive",
 		Valid:  true,
 		Phases: phases,
-		Classes: []Summary{
+		Classes: []loadtest.Summary{
 			{Class: "checkout", Requests: 200, OK: 150, Good: 120, SuccessRatio: 0.6, Goodput: 12, P50MS: 180, P90MS: 1900, P99MS: 2400, P999MS: 2950, MaxMS: 3000,
-				Failures: map[string]int{FailDeadline: 70, FailTransport: 10}},
+				Failures: map[string]int{loadtest.FailDeadline: 70, loadtest.FailTransport: 10}},
 			{Class: "browse", Requests: 200, OK: 200, Good: 190, SuccessRatio: 0.95, Goodput: 19, P50MS: 20, P90MS: 60, P99MS: 300, P999MS: 450, MaxMS: 500,
 				Failures: map[string]int{}},
 		},
-		Series: map[string][]Second{
+		Series: map[string][]loadtest.Second{
 			"checkout": series(func(t int) float64 {
 				if faulty(t) {
 					return 2400
@@ -54,7 +56,7 @@ func sampleResults() Results {
 			}),
 			"browse": series(func(t int) float64 { return 250 }, func(t int) int { return 19 }),
 		},
-		Server: ServerFigures{
+		Server: loadtest.ServerFigures{
 			LateCompletions: 90, LateWorkSeconds: 75.5,
 			Skipped:       map[string]float64{},
 			Amplification: map[string]float64{"payments": 3.2, "orders": 1},
@@ -66,18 +68,18 @@ func sampleResults() Results {
 		},
 		BreakerState: map[string][]float64{},
 	}
-	budgeted := ModeResult{
+	budgeted := loadtest.ModeResult{
 		Mode:    "budgeted",
 		Valid:   false,
 		Invalid: "generator fell behind: schedule lag p99 14ms",
 		Phases:  phases,
-		Classes: []Summary{
+		Classes: []loadtest.Summary{
 			{Class: "checkout", Requests: 200, OK: 190, Good: 190, SuccessRatio: 0.95, Goodput: 19, P50MS: 60, P90MS: 400, P99MS: 800, P999MS: 900, MaxMS: 950,
-				Failures: map[string]int{FailBreaker: 6, FailBudget: 4}},
+				Failures: map[string]int{loadtest.FailBreaker: 6, loadtest.FailBudget: 4}},
 			{Class: "browse", Requests: 200, OK: 200, Good: 200, SuccessRatio: 1, Goodput: 20, P50MS: 18, P90MS: 40, P99MS: 90, P999MS: 110, MaxMS: 120,
 				Failures: map[string]int{}},
 		},
-		Series: map[string][]Second{
+		Series: map[string][]loadtest.Second{
 			"checkout": series(func(t int) float64 {
 				if faulty(t) {
 					return 800
@@ -91,7 +93,7 @@ func sampleResults() Results {
 			}),
 			"browse": series(func(t int) float64 { return 90 }, func(t int) int { return 20 }),
 		},
-		Server: ServerFigures{
+		Server: loadtest.ServerFigures{
 			LateCompletions: 3, LateWorkSeconds: 0.25,
 			Skipped:      map[string]float64{"budget_floor": 4, "expired": 12},
 			BreakerOpens: 1, PoolRejections: 6,
@@ -107,15 +109,64 @@ func sampleResults() Results {
 			"gateway/inventory": {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 		},
 	}
-	return Results{
+	return loadtest.Results{
 		Scenario:    "slow-payments",
 		Description: "Payments answer in 2 s for six seconds.\nCheckout waits on payments; browse does not.",
 		StartedAt:   "2026-03-01T09:30:00Z",
-		Modes:       []ModeResult{naive, budgeted},
+		Modes:       []loadtest.ModeResult{naive, budgeted},
 	}
 }
 
-func renderHTML(t *testing.T, r Results) string {
+// phasedResults is sampleResults with per-phase summaries: a calm phase
+// and a faulty one.
+func phasedResults() loadtest.Results {
+	r := sampleResults()
+	for i := range r.Modes {
+		m := &r.Modes[i]
+		m.Phases = []loadtest.PhaseSpan{
+			{Name: "steady", StartS: 0, EndS: 4, Classes: []loadtest.Summary{{Class: "checkout", Goodput: 20, P999MS: 200}, {Class: "browse", Goodput: 20}}},
+			{Name: "payments slow", StartS: 4, EndS: 10, Faulty: true, Classes: []loadtest.Summary{{Class: "checkout", Goodput: 7, P999MS: 2950}, {Class: "browse", Goodput: 18}}},
+		}
+	}
+	b := &r.Modes[1]
+	b.Phases[1].Classes = []loadtest.Summary{{Class: "checkout", Goodput: 18, P999MS: 900}, {Class: "browse", Goodput: 19.5}}
+	return r
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func TestTableShowsPhasesAndChecks(t *testing.T) {
+	r := phasedResults()
+	r.Checks = loadtest.Evaluate([]loadtest.Check{
+		{Name: "budgeted checkouts in time", Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "p999_ms", AtMost: ptr(1010)},
+		{Name: "3x naive goodput", Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "goodput", AtLeast: ptr(3), Of: &loadtest.CheckOf{Mode: "naive"}},
+	}, r)
+	var b strings.Builder
+	WriteTable(&b, r)
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	for _, want := range []string{
+		"phase: steady\n",
+		"phase: payments slow (faults)\n",
+		"  PASS  budgeted checkouts in time: 900 ≤ 1010\n",
+		"  FAIL  3x naive goodput: 18.0 ≥ 3 × naive (= 21.0)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if !hasRow(lines, []string{"checkout goodput (good/s)", "7.0", "18.0", "2.57x"}) {
+		t.Errorf("no per-phase goodput row for the faulty phase:\n%s", out)
+	}
+	page := renderHTML(t, r)
+	for _, want := range []string{`id="checks"`, `id="phases"`, "3x naive goodput", "phase: payments slow (faults)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+func renderHTML(t *testing.T, r loadtest.Results) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := WriteHTML(&b, r); err != nil {
@@ -291,28 +342,28 @@ func TestReportsAreDeterministic(t *testing.T) {
 }
 
 func TestReportsOfEmptyOrZeroRuns(t *testing.T) {
-	zeroSeries := make([]Second, 10)
+	zeroSeries := make([]loadtest.Second, 10)
 	for i := range zeroSeries {
 		zeroSeries[i].T = i
 	}
-	for name, r := range map[string]Results{
+	for name, r := range map[string]loadtest.Results{
 		"no modes":   {},
-		"empty mode": {Modes: []ModeResult{{Mode: "naive", Valid: true}}},
-		"all zero": {Modes: []ModeResult{
-			{Mode: "naive", Valid: true, Classes: []Summary{{Class: "checkout"}},
-				Series:       map[string][]Second{"checkout": zeroSeries},
+		"empty mode": {Modes: []loadtest.ModeResult{{Mode: "naive", Valid: true}}},
+		"all zero": {Modes: []loadtest.ModeResult{
+			{Mode: "naive", Valid: true, Classes: []loadtest.Summary{{Class: "checkout"}},
+				Series:       map[string][]loadtest.Second{"checkout": zeroSeries},
 				PoolInFlight: map[string][]float64{"gateway/http": make([]float64, 10)},
 				BreakerState: map[string][]float64{"orders/payments": make([]float64, 10)},
-				Phases:       []PhaseSpan{{Name: "instant", StartS: 3, EndS: 3, Faulty: true}}},
-			{Mode: "budgeted", Valid: true, Classes: []Summary{{Class: "checkout"}},
-				Series:       map[string][]Second{"checkout": {}},
+				Phases:       []loadtest.PhaseSpan{{Name: "instant", StartS: 3, EndS: 3, Faulty: true}}},
+			{Mode: "budgeted", Valid: true, Classes: []loadtest.Summary{{Class: "checkout"}},
+				Series:       map[string][]loadtest.Second{"checkout": {}},
 				PoolInFlight: map[string][]float64{"gateway/http": {}}},
 		}},
-		"not finite": {Modes: []ModeResult{{Mode: "naive", Valid: true,
-			Classes:      []Summary{{Class: "checkout", P99MS: math.NaN(), Goodput: math.Inf(1)}},
-			Series:       map[string][]Second{"checkout": {{T: 0, Requests: 1, P99MS: math.NaN()}, {T: 1, Requests: 1, P99MS: math.Inf(1)}}},
+		"not finite": {Modes: []loadtest.ModeResult{{Mode: "naive", Valid: true,
+			Classes:      []loadtest.Summary{{Class: "checkout", P99MS: math.NaN(), Goodput: math.Inf(1)}},
+			Series:       map[string][]loadtest.Second{"checkout": {{T: 0, Requests: 1, P99MS: math.NaN()}, {T: 1, Requests: 1, P99MS: math.Inf(1)}}},
 			PoolInFlight: map[string][]float64{"gateway/http": {math.NaN(), 3}},
-			Phases:       []PhaseSpan{{Name: "odd", StartS: math.NaN(), EndS: math.Inf(1), Faulty: true}}}}},
+			Phases:       []loadtest.PhaseSpan{{Name: "odd", StartS: math.NaN(), EndS: math.Inf(1), Faulty: true}}}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			page := renderHTML(t, r)
@@ -365,13 +416,13 @@ func TestNiceMax(t *testing.T) {
 }
 
 func ExampleWriteTable() {
-	WriteTable(os.Stdout, Results{
+	WriteTable(os.Stdout, loadtest.Results{
 		Scenario: "demo",
-		Modes: []ModeResult{
-			{Mode: "budgeted", Valid: true, Classes: []Summary{{Class: "checkout", Requests: 100, SuccessRatio: 0.9, Goodput: 9, P50MS: 40, P99MS: 300, MaxMS: 400}},
-				Server: ServerFigures{LateCompletions: 1, Retries: 5}},
-			{Mode: "naive", Valid: false, Invalid: "sent 90 of 100 checkout requests", Classes: []Summary{{Class: "checkout", Requests: 90, SuccessRatio: 0.5, Goodput: 4.5, P50MS: 80, P99MS: 2000, MaxMS: 2500}},
-				Server: ServerFigures{LateCompletions: 40}},
+		Modes: []loadtest.ModeResult{
+			{Mode: "budgeted", Valid: true, Classes: []loadtest.Summary{{Class: "checkout", Requests: 100, SuccessRatio: 0.9, Goodput: 9, P50MS: 40, P99MS: 300, MaxMS: 400}},
+				Server: loadtest.ServerFigures{LateCompletions: 1, Retries: 5}},
+			{Mode: "naive", Valid: false, Invalid: "sent 90 of 100 checkout requests", Classes: []loadtest.Summary{{Class: "checkout", Requests: 90, SuccessRatio: 0.5, Goodput: 4.5, P50MS: 80, P99MS: 2000, MaxMS: 2500}},
+				Server: loadtest.ServerFigures{LateCompletions: 40}},
 		},
 	})
 	// Output:

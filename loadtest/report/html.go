@@ -1,4 +1,4 @@
-package loadtest
+package report
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"slices"
+
+	"github.com/mercado-lab/mercado/loadtest"
 )
 
 // WriteHTML writes the run as one self-contained HTML page: no scripts,
@@ -16,13 +18,13 @@ import (
 // figures, and inline SVG time charts (p99 latency and goodput per
 // class, pool in flight and breaker state per mode) with the fault
 // windows shaded.
-func WriteHTML(w io.Writer, r Results) error {
+func WriteHTML(w io.Writer, r loadtest.Results) error {
 	return reportPage.Execute(w, newHTMLReport(r))
 }
 
 // htmlReport is what the page template reads.
 type htmlReport struct {
-	Results
+	loadtest.Results
 	Table   comparison
 	Invalid []string
 	Runs    []htmlRun
@@ -34,7 +36,7 @@ type htmlRun struct {
 	Valid    bool
 	Reason   string
 	Duration string
-	Phases   []PhaseSpan
+	Phases   []loadtest.PhaseSpan
 }
 
 // chartGroup is one kind of chart: a heading, a line on how to read it,
@@ -60,7 +62,7 @@ const (
 	topBreakers = 6
 )
 
-func newHTMLReport(r Results) htmlReport {
+func newHTMLReport(r loadtest.Results) htmlReport {
 	rep := htmlReport{Results: r, Table: compareModes(r)}
 	rep.Table.Server.Title = "" // the page's heading says it
 	modes := rep.Table.Modes
@@ -130,7 +132,7 @@ func newHTMLReport(r Results) htmlReport {
 
 // poolCharts draws each mode's busiest pools, the same pools in the same
 // colours in every mode, on the same scale.
-func poolCharts(modes []ModeResult, xmax float64) chartGroup {
+func poolCharts(modes []loadtest.ModeResult, xmax float64) chartGroup {
 	g := chartGroup{Title: "Pool in flight over time",
 		Note:  "Requests in flight in each pool or bulkhead, sampled once a second; the busiest pools by peak.",
 		Empty: "No pool gauges were sampled."}
@@ -179,7 +181,7 @@ func poolCharts(modes []ModeResult, xmax float64) chartGroup {
 // breakerCharts draws each mode's breakers as step lines between closed,
 // half-open and open. Breakers that ever left closed come first; lines
 // are nudged apart so that breakers in the same state stay visible.
-func breakerCharts(modes []ModeResult, xmax float64) chartGroup {
+func breakerCharts(modes []loadtest.ModeResult, xmax float64) chartGroup {
 	g := chartGroup{Title: "Breaker state over time",
 		Note:  "Each circuit breaker's state, sampled once a second. Lines are nudged apart slightly so that breakers in the same state do not hide each other.",
 		Empty: "No breaker gauges were sampled."}
@@ -231,7 +233,7 @@ func breakerCharts(modes []ModeResult, xmax float64) chartGroup {
 
 // faultBands are the faulty phases of the given runs. The same phase in
 // several runs is one band, from its earliest start to its latest end.
-func faultBands(modes ...ModeResult) []chartBand {
+func faultBands(modes ...loadtest.ModeResult) []chartBand {
 	var out []chartBand
 	seen := map[string]int{}
 	for _, m := range modes {
@@ -253,7 +255,7 @@ func faultBands(modes ...ModeResult) []chartBand {
 
 // runLength is how long a mode ran, in seconds: its last phase's end, or
 // its longest series.
-func runLength(m ModeResult) float64 {
+func runLength(m loadtest.ModeResult) float64 {
 	end := 0.0
 	for _, p := range m.Phases {
 		if isFinite(p.EndS) {

@@ -1,4 +1,4 @@
-package loadtest
+package report
 
 import (
 	"cmp"
@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mercado-lab/mercado/loadtest"
 )
 
 // WriteTable prints the run as a terminal table: per class, then the
@@ -16,7 +18,7 @@ import (
 // budgeted mode to the naive one. A mode whose run is invalid is marked
 // INVALID with its reason above the table and in its column's heading:
 // its figures measure the generator as much as the shop.
-func WriteTable(w io.Writer, r Results) {
+func WriteTable(w io.Writer, r loadtest.Results) {
 	c := compareModes(r)
 	fmt.Fprintf(w, "Scenario: %s\n", oneLine(r.Scenario))
 	if d := strings.TrimSpace(r.Description); d != "" {
@@ -101,7 +103,7 @@ func WriteTable(w io.Writer, r Results) {
 }
 
 // writeChecks prints the scenario's claims, PASS or FAIL each.
-func writeChecks(w io.Writer, checks []CheckResult) {
+func writeChecks(w io.Writer, checks []loadtest.CheckResult) {
 	if len(checks) == 0 {
 		return
 	}
@@ -117,19 +119,19 @@ func writeChecks(w io.Writer, checks []CheckResult) {
 
 // classSection is one class's figures across the modes (nil where a
 // mode did not send the class).
-func (c comparison) classSection(class string, sums []*Summary) tableSection {
+func (c comparison) classSection(class string, sums []*loadtest.Summary) tableSection {
 	s := tableSection{Title: class, Cols: c.cols()}
-	add := func(label string, brief bool, dir int, format string, f func(Summary) float64) {
+	add := func(label string, brief bool, dir int, format string, f func(loadtest.Summary) float64) {
 		s.Rows = append(s.Rows, c.row(label, brief, dir, format, summaryValues(sums, f)))
 	}
-	add("requests", true, dirNeutral, "%.0f", func(s Summary) float64 { return float64(s.Requests) })
-	add("success (good/requests)", true, dirHigher, "%.1f%%", func(s Summary) float64 { return 100 * s.SuccessRatio })
-	add("goodput (good/s)", true, dirHigher, "%.1f", func(s Summary) float64 { return s.Goodput })
-	add("p50 (ms)", true, dirLower, "%.1f", func(s Summary) float64 { return s.P50MS })
-	add("p90 (ms)", false, dirLower, "%.1f", func(s Summary) float64 { return s.P90MS })
-	add("p99 (ms)", true, dirLower, "%.1f", func(s Summary) float64 { return s.P99MS })
-	add("p99.9 (ms)", false, dirLower, "%.1f", func(s Summary) float64 { return s.P999MS })
-	add("max (ms)", true, dirLower, "%.1f", func(s Summary) float64 { return s.MaxMS })
+	add("requests", true, dirNeutral, "%.0f", func(s loadtest.Summary) float64 { return float64(s.Requests) })
+	add("success (good/requests)", true, dirHigher, "%.1f%%", func(s loadtest.Summary) float64 { return 100 * s.SuccessRatio })
+	add("goodput (good/s)", true, dirHigher, "%.1f", func(s loadtest.Summary) float64 { return s.Goodput })
+	add("p50 (ms)", true, dirLower, "%.1f", func(s loadtest.Summary) float64 { return s.P50MS })
+	add("p90 (ms)", false, dirLower, "%.1f", func(s loadtest.Summary) float64 { return s.P90MS })
+	add("p99 (ms)", true, dirLower, "%.1f", func(s loadtest.Summary) float64 { return s.P99MS })
+	add("p99.9 (ms)", false, dirLower, "%.1f", func(s loadtest.Summary) float64 { return s.P999MS })
+	add("max (ms)", true, dirLower, "%.1f", func(s loadtest.Summary) float64 { return s.MaxMS })
 	var kinds []string
 	for _, sum := range sums {
 		if sum != nil {
@@ -137,16 +139,16 @@ func (c comparison) classSection(class string, sums []*Summary) tableSection {
 		}
 	}
 	for _, k := range sortedUnique(kinds) {
-		add("failed: "+k, false, dirLower, "%.0f", func(s Summary) float64 { return float64(s.Failures[k]) })
+		add("failed: "+k, false, dirLower, "%.0f", func(s loadtest.Summary) float64 { return float64(s.Failures[k]) })
 	}
-	if slices.ContainsFunc(sums, func(s *Summary) bool { return s != nil && s.ClientRetries > 0 }) {
-		add("client retries", true, dirLower, "%.0f", func(s Summary) float64 { return float64(s.ClientRetries) })
+	if slices.ContainsFunc(sums, func(s *loadtest.Summary) bool { return s != nil && s.ClientRetries > 0 }) {
+		add("client retries", true, dirLower, "%.0f", func(s loadtest.Summary) float64 { return float64(s.ClientRetries) })
 	}
 	return s
 }
 
 // summaryValues reads one figure from each summary; NaN where there is none.
-func summaryValues(sums []*Summary, f func(Summary) float64) []float64 {
+func summaryValues(sums []*loadtest.Summary, f func(loadtest.Summary) float64) []float64 {
 	out := make([]float64, len(sums))
 	for i, s := range sums {
 		out[i] = math.NaN()
@@ -157,7 +159,7 @@ func summaryValues(sums []*Summary, f func(Summary) float64) []float64 {
 	return out
 }
 
-func findSummary(sums []Summary, class string) *Summary {
+func findSummary(sums []loadtest.Summary, class string) *loadtest.Summary {
 	for i := range sums {
 		if sums[i].Class == class {
 			return &sums[i]
@@ -170,7 +172,7 @@ func findSummary(sums []Summary, class string) *Summary {
 // per mode, naive first, and the ratio of the second mode to the first
 // when exactly two ran.
 type comparison struct {
-	Modes []ModeResult
+	Modes []loadtest.ModeResult
 	// RatioHead heads the ratio column ("budgeted/naive"); "" when there
 	// is no ratio column.
 	RatioHead string
@@ -210,10 +212,10 @@ const (
 
 // compareModes builds the comparison: classes in the order the runs listed
 // them, map keys sorted, so the output is the same every time.
-func compareModes(r Results) comparison {
+func compareModes(r loadtest.Results) comparison {
 	modes := slices.Clone(r.Modes)
 	// The naive run is the baseline every ratio divides by.
-	slices.SortStableFunc(modes, func(a, b ModeResult) int {
+	slices.SortStableFunc(modes, func(a, b loadtest.ModeResult) int {
 		return cmp.Compare(baselineRank(a.Mode), baselineRank(b.Mode))
 	})
 	c := comparison{Modes: modes}
@@ -222,7 +224,7 @@ func compareModes(r Results) comparison {
 	}
 
 	for _, class := range classNames(modes) {
-		sums := make([]*Summary, len(modes))
+		sums := make([]*loadtest.Summary, len(modes))
 		for i, m := range modes {
 			sums[i] = findSummary(m.Classes, class)
 		}
@@ -232,21 +234,21 @@ func compareModes(r Results) comparison {
 		s := tableSection{Title: "phase: " + phase, Cols: c.cols()}
 		faulty := false
 		for _, class := range classNames(modes) {
-			sums := make([]*Summary, len(modes))
+			sums := make([]*loadtest.Summary, len(modes))
 			for i, m := range modes {
-				if j := slices.IndexFunc(m.Phases, func(p PhaseSpan) bool { return p.Name == phase }); j >= 0 {
+				if j := slices.IndexFunc(m.Phases, func(p loadtest.PhaseSpan) bool { return p.Name == phase }); j >= 0 {
 					sums[i] = findSummary(m.Phases[j].Classes, class)
 					faulty = faulty || m.Phases[j].Faulty
 				}
 			}
-			if !slices.ContainsFunc(sums, func(s *Summary) bool { return s != nil }) {
+			if !slices.ContainsFunc(sums, func(s *loadtest.Summary) bool { return s != nil }) {
 				continue
 			}
-			add := func(label string, dir int, format string, f func(Summary) float64) {
+			add := func(label string, dir int, format string, f func(loadtest.Summary) float64) {
 				s.Rows = append(s.Rows, c.row(class+" "+label, true, dir, format, summaryValues(sums, f)))
 			}
-			add("goodput (good/s)", dirHigher, "%.1f", func(s Summary) float64 { return s.Goodput })
-			add("p99.9 (ms)", dirLower, "%.1f", func(s Summary) float64 { return s.P999MS })
+			add("goodput (good/s)", dirHigher, "%.1f", func(s loadtest.Summary) float64 { return s.Goodput })
+			add("p99.9 (ms)", dirLower, "%.1f", func(s loadtest.Summary) float64 { return s.P999MS })
 		}
 		if faulty {
 			s.Title += " (faults)"
@@ -257,15 +259,15 @@ func compareModes(r Results) comparison {
 	}
 
 	c.Server = tableSection{Title: "server figures", Cols: c.cols()}
-	server := func(label string, dir int, format string, f func(ServerFigures) float64) {
+	server := func(label string, dir int, format string, f func(loadtest.ServerFigures) float64) {
 		v := make([]float64, len(modes))
 		for i, m := range modes {
 			v[i] = f(m.Server)
 		}
 		c.Server.Rows = append(c.Server.Rows, c.row(label, true, dir, format, v))
 	}
-	server("late completions", dirLower, "%.0f", func(s ServerFigures) float64 { return s.LateCompletions })
-	server("late work (s)", dirLower, "%.2f", func(s ServerFigures) float64 { return s.LateWorkSeconds })
+	server("late completions", dirLower, "%.0f", func(s loadtest.ServerFigures) float64 { return s.LateCompletions })
+	server("late work (s)", dirLower, "%.2f", func(s loadtest.ServerFigures) float64 { return s.LateWorkSeconds })
 	var reasons, services []string
 	cpu := false
 	for _, m := range modes {
@@ -276,17 +278,17 @@ func compareModes(r Results) comparison {
 	for _, k := range sortedUnique(reasons) {
 		// Skipping work nobody will wait for is the point of a budget,
 		// so more is not worse.
-		server("skipped: "+k, dirNeutral, "%.0f", func(s ServerFigures) float64 { return s.Skipped[k] })
+		server("skipped: "+k, dirNeutral, "%.0f", func(s loadtest.ServerFigures) float64 { return s.Skipped[k] })
 	}
-	server("breaker opens", dirNeutral, "%.0f", func(s ServerFigures) float64 { return s.BreakerOpens })
-	server("pool rejections", dirNeutral, "%.0f", func(s ServerFigures) float64 { return s.PoolRejections })
+	server("breaker opens", dirNeutral, "%.0f", func(s loadtest.ServerFigures) float64 { return s.BreakerOpens })
+	server("pool rejections", dirNeutral, "%.0f", func(s loadtest.ServerFigures) float64 { return s.PoolRejections })
 	for _, k := range sortedUnique(services) {
-		server("amplification: "+k+" (calls/request)", dirLower, "%.2f", func(s ServerFigures) float64 { return s.Amplification[k] })
+		server("amplification: "+k+" (calls/request)", dirLower, "%.2f", func(s loadtest.ServerFigures) float64 { return s.Amplification[k] })
 	}
-	server("retries", dirLower, "%.0f", func(s ServerFigures) float64 { return s.Retries })
-	server("duplicate charges", dirLower, "%.0f", func(s ServerFigures) float64 { return s.DuplicateCharges })
+	server("retries", dirLower, "%.0f", func(s loadtest.ServerFigures) float64 { return s.Retries })
+	server("duplicate charges", dirLower, "%.0f", func(s loadtest.ServerFigures) float64 { return s.DuplicateCharges })
 	if cpu {
-		server("CPU s per good checkout", dirLower, "%.4f", func(s ServerFigures) float64 { return s.CPUSecondsPerGoodCheckout })
+		server("CPU s per good checkout", dirLower, "%.4f", func(s loadtest.ServerFigures) float64 { return s.CPUSecondsPerGoodCheckout })
 	}
 	return c
 }
@@ -347,7 +349,7 @@ func formatRatio(q float64) string {
 }
 
 // phaseNames lists the phases of every mode, in the order they ran.
-func phaseNames(modes []ModeResult) []string {
+func phaseNames(modes []loadtest.ModeResult) []string {
 	var out []string
 	for _, m := range modes {
 		for _, p := range m.Phases {
@@ -361,7 +363,7 @@ func phaseNames(modes []ModeResult) []string {
 
 // classNames lists the classes of every mode, in the order the runs
 // listed them.
-func classNames(modes []ModeResult) []string {
+func classNames(modes []loadtest.ModeResult) []string {
 	var out []string
 	for _, m := range modes {
 		for _, s := range m.Classes {
@@ -373,7 +375,7 @@ func classNames(modes []ModeResult) []string {
 	return out
 }
 
-func invalidReason(m ModeResult) string {
+func invalidReason(m loadtest.ModeResult) string {
 	if r := strings.TrimSpace(m.Invalid); r != "" {
 		return oneLine(r)
 	}

@@ -1,0 +1,56 @@
+package loadtest
+
+import (
+	"context"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/mode"
+)
+
+// Shop is the shop under load, as the scenario runner needs it. The runner
+// sends the traffic and measures it; the Shop arranges each run (its mode,
+// its faults) and reads what the services counted. lab/driver is one,
+// over the services' admin APIs.
+type Shop interface {
+	// URL is the gateway's base URL, where the traffic goes.
+	URL() string
+	// Switch puts the whole shop in mode m, with the overrides on top.
+	Switch(ctx context.Context, m mode.Mode, o mode.Overrides) error
+	// SetFaults puts each service's faults in force, given in the --fault
+	// syntax by service name ("shipping": "CreateShipment:hang=5s");
+	// services not named have none.
+	SetFaults(ctx context.Context, specs map[string]string) error
+	// Settle waits until no service holds or queues work, or for at most
+	// limit.
+	Settle(ctx context.Context, limit time.Duration)
+	// Counters reads what the services have counted since they started.
+	Counters(ctx context.Context) (Counters, error)
+	// Gauges reads the services' pool and breaker gauges.
+	Gauges(ctx context.Context) (Gauges, error)
+}
+
+// Counters are what the services have counted since they started, read at
+// one moment; a run reports how much they grew (ServerFigures).
+type Counters struct {
+	LateCompletions float64
+	LateWorkSeconds float64
+	BreakerOpens    float64
+	PoolRejections  float64
+	Retries         float64
+	// DuplicateCharges are payments' charges beyond one per logical
+	// checkout.
+	DuplicateCharges float64
+	// Skipped counts calls and requests not served, by reason.
+	Skipped map[string]float64
+	// Requests counts the requests each service received, by service.
+	Requests map[string]float64
+}
+
+// Gauges are the services' gauges at one moment.
+type Gauges struct {
+	// PoolInFlight is each pool's work in flight, by "service/pool".
+	PoolInFlight map[string]float64
+	// BreakerState is each breaker's state by "service/dep": 0 closed, 1
+	// half-open, 2 open.
+	BreakerState map[string]float64
+}
