@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -102,9 +103,6 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // Classes this load generator knows how to send.
 var knownClasses = map[string]bool{"checkout": true, "browse": true, "status": true}
 
-// Services faults can name.
-var knownServices = map[string]bool{"gateway": true, "orders": true, "catalog": true, "payments": true, "shipping": true}
-
 // ParseScenario reads a scenario strictly: unknown fields are errors.
 func ParseScenario(b []byte) (Scenario, error) {
 	var s Scenario
@@ -166,11 +164,12 @@ func (s Scenario) Validate() error {
 			}
 		}
 		for svc, spec := range p.Faults {
-			if !knownServices[svc] {
+			known := slices.Contains(faults.Services(), svc)
+			if !known {
 				errs = append(errs, fmt.Errorf("phase %s: unknown service %q", p.Name, svc))
 			}
 			set, err := faults.Parse(spec)
-			if err == nil && knownServices[svc] {
+			if err == nil && known {
 				err = set.CheckMethods(svc)
 			}
 			if err != nil {

@@ -21,7 +21,8 @@ import (
 
 // adminPorts are each service's default admin port.
 var adminPorts = map[string]string{
-	"gateway": "9080", "orders": "9081", "catalog": "9082", "payments": "9083", "shipping": "9084",
+	faults.ServiceGateway: "9080", faults.ServiceOrders: "9081", faults.ServiceCatalog: "9082",
+	faults.ServicePayments: "9083", faults.ServiceShipping: "9084",
 }
 
 const faultUsage = `Usage: mercado fault <gateway|orders|catalog|payments|shipping> [flags]
@@ -42,7 +43,7 @@ Flags:
 // methods.
 func printFaultUsage(fs *flag.FlagSet) {
 	var methods strings.Builder
-	for _, svc := range []string{"gateway", "orders", "catalog", "payments", "shipping"} {
+	for _, svc := range faults.Services() {
 		fmt.Fprintf(&methods, "  %-9s %s\n", svc, strings.Join(faults.Methods(svc), ", "))
 	}
 	fmt.Fprintf(fs.Output(), faultUsage, methods.String())
@@ -74,9 +75,9 @@ func runFault(ctx context.Context, args []string, getenv func(string) string, st
 	port, ok := adminPorts[service]
 	switch {
 	case service == "":
-		return usagef("fault: name a service: gateway, orders, catalog, payments or shipping (--help lists the flags)")
+		return usagef("fault: name a service: %s (--help lists the flags)", faults.ServiceList())
 	case !ok:
-		return usagef("fault: unknown service %q (want gateway, orders, catalog, payments or shipping)", service)
+		return usagef("fault: unknown service %q (want %s)", service, faults.ServiceList())
 	}
 	if err := faults.CheckMethod(service, *method); err != nil {
 		return usagef("fault %s: --method: %w", service, err)

@@ -114,7 +114,7 @@ func allServices() service {
 		shared.RegisterDatabaseFlags(fs)
 		cfg.Gateway.RegisterEdgeFlags(fs)
 		cfg.Orders.RegisterCapFlags(fs)
-		for _, name := range []string{"gateway", "orders", "catalog", "payments", "shipping"} {
+		for _, name := range faults.Services() {
 			fs.Var(cfg.Faults()[name], name+"-fault", "simulated work of "+name+`, "[Method:]latency=280ms[,hang[=10s]]"`)
 		}
 	}

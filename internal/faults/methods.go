@@ -34,15 +34,15 @@ const (
 // its API lists them; none for a service Mercado does not have.
 func Methods(service string) []string {
 	switch service {
-	case "gateway":
+	case ServiceGateway:
 		return []string{GatewayCheckout}
-	case "orders":
+	case ServiceOrders:
 		return []string{OrdersFinish}
-	case "catalog":
+	case ServiceCatalog:
 		return []string{CatalogListProducts, CatalogGetProduct, CatalogReserveStock, CatalogReleaseStock}
-	case "payments":
+	case ServicePayments:
 		return []string{PaymentsCreateCharge}
-	case "shipping":
+	case ServiceShipping:
 		return []string{ShippingCreateShipment}
 	}
 	return nil
@@ -57,7 +57,7 @@ func CheckMethod(service, method string) error {
 		return nil
 	}
 	if len(known) == 0 {
-		return fmt.Errorf("unknown service %q (want gateway, orders, catalog, payments or shipping)", service)
+		return fmt.Errorf("unknown service %q (want %s)", service, ServiceList())
 	}
 	want := "want " + strings.Join(known, ", ") + " or " + AllMethods
 	for _, m := range known {

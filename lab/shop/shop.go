@@ -60,8 +60,8 @@ func EphemeralConfig() Config {
 func Defaults() map[string]serve.Common {
 	c := DefaultConfig("")
 	return map[string]serve.Common{
-		"gateway": c.Gateway.Common, "orders": c.Orders.Common,
-		"catalog": c.Catalog, "payments": c.Payments, "shipping": c.Shipping,
+		faults.ServiceGateway: c.Gateway.Common, faults.ServiceOrders: c.Orders.Common,
+		faults.ServiceCatalog: c.Catalog, faults.ServicePayments: c.Payments, faults.ServiceShipping: c.Shipping,
 	}
 }
 
@@ -110,8 +110,8 @@ func (c *Config) SetDatabase(url string, maxConns int) {
 // Faults returns each service's fault set by name, for flags to fill.
 func (c *Config) Faults() map[string]*faults.Set {
 	return map[string]*faults.Set{
-		"gateway": &c.Gateway.Faults, "orders": &c.Orders.Faults, "catalog": &c.Catalog.Faults,
-		"payments": &c.Payments.Faults, "shipping": &c.Shipping.Faults,
+		faults.ServiceGateway: &c.Gateway.Faults, faults.ServiceOrders: &c.Orders.Faults, faults.ServiceCatalog: &c.Catalog.Faults,
+		faults.ServicePayments: &c.Payments.Faults, faults.ServiceShipping: &c.Shipping.Faults,
 	}
 }
 
