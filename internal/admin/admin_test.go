@@ -18,7 +18,7 @@ import (
 func newAPI(t *testing.T, token string, peers ...admin.Peer) (*httptest.Server, *mode.Live, *faults.Injector) {
 	t.Helper()
 	live := mode.NewLive(mode.Settings{Mode: mode.Budgeted, Mechanisms: mode.Budgeted.Mechanisms(), Margin: 3 * time.Millisecond})
-	inj := faults.NewInjector(faults.Set{})
+	inj := faults.NewInjector(faults.Set{}, live)
 	srv := httptest.NewServer(admin.Handler(admin.Options{
 		Service: "payments", Settings: live, Faults: inj, Token: token, Peers: peers, Log: slog.New(slog.DiscardHandler),
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "# metrics\n") }),

@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/timing"
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // DefaultHang is how long a hang lasts when the spec gives no duration:
@@ -227,9 +230,12 @@ func (s *Set) String() string {
 	return strings.Join(parts, ";")
 }
 
-// Injector applies a Set to the work it simulates. It is safe for
-// concurrent use, and its Set can be replaced while calls run.
+// Injector applies a Set to the work it simulates, under the cancellation
+// rule of the mode in force. It is safe for concurrent use, and its Set
+// can be replaced while calls run.
 type Injector struct {
+	settings *mode.Live // the mode's HonourCancel; nil always honours
+
 	mu  sync.RWMutex
 	set Set
 
@@ -237,9 +243,11 @@ type Injector struct {
 	haltOnce sync.Once
 }
 
-// NewInjector returns an Injector applying s.
-func NewInjector(s Set) *Injector {
-	return &Injector{set: s, halt: make(chan struct{})}
+// NewInjector returns an Injector applying s, whose simulated waits follow
+// the HonourCancel switch of settings (see Work). With nil settings, as
+// in a test that never calls Work, every wait honours cancellation.
+func NewInjector(s Set, settings *mode.Live) *Injector {
+	return &Injector{settings: settings, set: s, halt: make(chan struct{})}
 }
 
 // Halt ends every simulated work still running, and any started later,
@@ -281,29 +289,57 @@ var ErrInjected error = &apperr.Error{Code: apperr.Unavailable, Message: "simula
 // ErrHalted is the error of simulated work cut off by Halt.
 var ErrHalted error = &apperr.Error{Code: apperr.Unavailable, Message: "the service stopped"}
 
-// Work simulates method's work. When honourCancel is true it ends early,
-// with the context's error, once ctx is done; otherwise it blocks for the
-// whole time like a socket read with no timeout, whatever ctx says. Either
-// way Halt ends it with ErrHalted. A call the error rate picks fails with
-// ErrInjected after its work.
-func (in *Injector) Work(ctx context.Context, method string, honourCancel bool) error {
+// Work simulates method's work (one of the constants in methods.go) as
+// the mode of ctx's request says a wait behaves:
+//
+//   - HonourCancel on (budgeted): the wait ends early, with the context's
+//     cause, once ctx is done;
+//   - HonourCancel off (naive): it blocks for the whole time, like a socket
+//     read with no timeout, whatever ctx says.
+//
+// Either way Halt ends it with ErrHalted, and a call the error rate picks
+// fails with ErrInjected after its work. Work that took time is recorded
+// as a hop of the request (see internal/timing), under the method's hop
+// name, so the edge's Server-Timing shows it.
+func (in *Injector) Work(ctx context.Context, method string) error {
 	spec := in.Spec(method)
-	if d := spec.Duration(); d > 0 {
-		done := ctx.Done()
-		if !honourCancel {
-			done = nil // like a socket read with no timeout
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-done:
-			return context.Cause(ctx)
-		case <-in.halt:
-			return ErrHalted
-		}
+	d := spec.Duration()
+	if d <= 0 {
+		return spec.fail()
 	}
-	if spec.ErrorRate > 0 && rand.Float64() < spec.ErrorRate {
+	done := ctx.Done()
+	if !in.honoursCancel(ctx) {
+		done = nil // like a socket read with no timeout
+	}
+	start := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	var err error
+	select {
+	case <-t.C:
+		err = spec.fail()
+	case <-done:
+		err = context.Cause(ctx)
+	case <-in.halt:
+		err = ErrHalted
+	}
+	if rec := timing.FromContext(ctx); rec != nil {
+		outcome := deadline.Classify(ctx, deadline.Decision{}, err)
+		rec.Add(timing.Hop{Name: hopName(method), Took: time.Since(start), Outcome: string(outcome)})
+	}
+	return err
+}
+
+// honoursCancel is the cancellation rule of the mode ctx's request runs
+// in (its snapshot; see mode.Live.For).
+func (in *Injector) honoursCancel(ctx context.Context) bool {
+	return in.settings == nil || in.settings.For(ctx).Mechanisms.HonourCancel
+}
+
+// fail is the end of one call's work: ErrInjected for the share of calls
+// the error rate picks.
+func (s Spec) fail() error {
+	if s.ErrorRate > 0 && rand.Float64() < s.ErrorRate {
 		return ErrInjected
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/timing"
 )
 
 // Set is a flag.Value, so the services can bind it with fs.Var.
@@ -246,7 +249,7 @@ func TestInjectorSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := faults.NewInjector(tt.set).Spec(tt.method); got != tt.want {
+			if got := faults.NewInjector(tt.set, nil).Spec(tt.method); got != tt.want {
 				t.Errorf("Spec(%q) = %+v, want %+v", tt.method, got, tt.want)
 			}
 		})
@@ -254,7 +257,7 @@ func TestInjectorSpec(t *testing.T) {
 }
 
 func TestInjectorReplace(t *testing.T) {
-	in := faults.NewInjector(faults.Set{"A": {Latency: time.Second}})
+	in := faults.NewInjector(faults.Set{"A": {Latency: time.Second}}, nil)
 	in.Replace(faults.Set{"B": {Latency: 2 * time.Second}})
 	if got := in.Spec("A"); got != (faults.Spec{}) {
 		t.Errorf("after Replace, Spec(A) = %+v, want zero", got)
@@ -266,7 +269,7 @@ func TestInjectorReplace(t *testing.T) {
 
 // Replace and Spec run together while a lab switches faults under load.
 func TestInjectorConcurrentReplace(t *testing.T) {
-	in := faults.NewInjector(faults.Set{})
+	in := faults.NewInjector(faults.Set{}, nil)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -284,31 +287,36 @@ func TestInjectorConcurrentReplace(t *testing.T) {
 
 var errCallerLeft = errors.New("caller left")
 
+// live returns the settings of mode m, whose HonourCancel Work follows.
+func live(m mode.Mode) *mode.Live {
+	return mode.NewLive(mode.Settings{Mode: m, Mechanisms: m.Mechanisms()})
+}
+
 func TestWork(t *testing.T) {
 	const delay = time.Second
 	const cancelAfter = 100 * time.Millisecond
 	tests := []struct {
-		name         string
-		set          faults.Set
-		honourCancel bool
-		wantTook     time.Duration
-		wantErr      error
+		name     string
+		set      faults.Set
+		mode     mode.Mode
+		wantTook time.Duration
+		wantErr  error
 	}{
-		{"no fault returns at once", faults.Set{}, true, 0, nil},
-		{"honouring, ends with the caller", faults.Set{"M": {Latency: delay}}, true, cancelAfter, errCallerLeft},
-		{"not honouring, blocks the whole delay", faults.Set{"M": {Latency: delay}}, false, delay, nil},
-		{"hang adds to latency", faults.Set{"M": {Latency: delay, Hang: delay}}, false, 2 * delay, nil},
-		{"fallback spec applies", faults.Set{"*": {Latency: delay}}, false, delay, nil},
-		{"honouring, done before the caller leaves", faults.Set{"M": {Latency: cancelAfter / 2}}, true, cancelAfter / 2, nil},
+		{"no fault returns at once", faults.Set{}, mode.Budgeted, 0, nil},
+		{"budgeted: ends with the caller", faults.Set{"M": {Latency: delay}}, mode.Budgeted, cancelAfter, errCallerLeft},
+		{"naive: blocks the whole delay", faults.Set{"M": {Latency: delay}}, mode.Naive, delay, nil},
+		{"hang adds to latency", faults.Set{"M": {Latency: delay, Hang: delay}}, mode.Naive, 2 * delay, nil},
+		{"fallback spec applies", faults.Set{"*": {Latency: delay}}, mode.Naive, delay, nil},
+		{"budgeted: done before the caller leaves", faults.Set{"M": {Latency: cancelAfter / 2}}, mode.Budgeted, cancelAfter / 2, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithTimeoutCause(t.Context(), cancelAfter, errCallerLeft)
 				defer cancel()
-				in := faults.NewInjector(tt.set)
+				in := faults.NewInjector(tt.set, live(tt.mode))
 				start := time.Now()
-				err := in.Work(ctx, "M", tt.honourCancel)
+				err := in.Work(ctx, "M")
 				if took := time.Since(start); took != tt.wantTook {
 					t.Errorf("Work took %v, want %v", took, tt.wantTook)
 				}
@@ -320,26 +328,46 @@ func TestWork(t *testing.T) {
 	}
 }
 
+// The rule is the mode's in force when the wait starts: a switch applies
+// to the next call.
+func TestWorkFollowsTheModeSwitch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		settings := live(mode.Naive)
+		in := faults.NewInjector(faults.Set{"*": {Latency: time.Second}}, settings)
+		ctx, cancel := context.WithCancelCause(t.Context())
+		cancel(errCallerLeft)
+		if err := in.Work(ctx, "M"); err != nil {
+			t.Errorf("naive Work on a cancelled context = %v, want nil after the whole wait", err)
+		}
+		settings.Switch(mode.Settings{Mode: mode.Budgeted, Mechanisms: mode.Budgeted.Mechanisms()})
+		start := time.Now()
+		if err := in.Work(ctx, "M"); !errors.Is(err, errCallerLeft) || time.Since(start) != 0 {
+			t.Errorf("budgeted Work on a cancelled context = %v after %v, want the cause at once", err, time.Since(start))
+		}
+	})
+}
+
 func TestWorkAlreadyCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(t.Context())
 		cancel(errCallerLeft)
-		in := faults.NewInjector(faults.Set{"*": {Hang: faults.DefaultHang}})
 
+		budgeted := faults.NewInjector(faults.Set{"*": {Hang: faults.DefaultHang}}, live(mode.Budgeted))
 		start := time.Now()
-		if err := in.Work(ctx, "M", true); !errors.Is(err, errCallerLeft) {
-			t.Errorf("honouring Work() = %v, want the context's cause %v", err, errCallerLeft)
+		if err := budgeted.Work(ctx, "M"); !errors.Is(err, errCallerLeft) {
+			t.Errorf("budgeted Work() = %v, want the context's cause %v", err, errCallerLeft)
 		}
 		if took := time.Since(start); took != 0 {
-			t.Errorf("honouring Work on a cancelled context took %v, want 0", took)
+			t.Errorf("budgeted Work on a cancelled context took %v, want 0", took)
 		}
 
+		naive := faults.NewInjector(faults.Set{"*": {Hang: faults.DefaultHang}}, live(mode.Naive))
 		start = time.Now()
-		if err := in.Work(ctx, "M", false); err != nil {
-			t.Errorf("blind Work() = %v, want nil", err)
+		if err := naive.Work(ctx, "M"); err != nil {
+			t.Errorf("naive Work() = %v, want nil", err)
 		}
 		if took := time.Since(start); took != faults.DefaultHang {
-			t.Errorf("blind Work on a cancelled context took %v, want the full %v", took, faults.DefaultHang)
+			t.Errorf("naive Work on a cancelled context took %v, want the full %v", took, faults.DefaultHang)
 		}
 	})
 }
@@ -352,19 +380,60 @@ func TestWorkErrorRate(t *testing.T) {
 	}{
 		{"never fails", faults.Spec{Latency: time.Second}, nil},
 		{"always fails, after its work", faults.Spec{Latency: time.Second, ErrorRate: 1}, faults.ErrInjected},
+		{"fails without work", faults.Spec{ErrorRate: 1}, faults.ErrInjected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				in := faults.NewInjector(faults.Set{"M": tt.spec})
+				in := faults.NewInjector(faults.Set{"M": tt.spec}, live(mode.Budgeted))
 				start := time.Now()
 				for i := range 20 {
-					if err := in.Work(t.Context(), "M", true); !errors.Is(err, tt.wantErr) {
+					if err := in.Work(t.Context(), "M"); !errors.Is(err, tt.wantErr) {
 						t.Fatalf("call %d: Work() = %v, want %v", i, err, tt.wantErr)
 					}
 				}
 				if took := time.Since(start); took != 20*tt.spec.Latency {
 					t.Errorf("20 calls took %v, want %v: a failing call still does its work", took, 20*tt.spec.Latency)
+				}
+			})
+		})
+	}
+}
+
+// Work that took time is a hop of the request, named as the waterfall
+// names it, with how it ended; no work, no hop.
+func TestWorkRecordsTheHop(t *testing.T) {
+	tests := []struct {
+		name        string
+		method      string
+		spec        faults.Spec
+		mode        mode.Mode
+		budget      time.Duration
+		wantHops    []timing.Hop
+		wantErrKind error
+	}{
+		{"the gateway's own work", faults.GatewayCheckout, faults.Spec{Latency: 100 * time.Millisecond}, mode.Budgeted, time.Second,
+			[]timing.Hop{{Name: "gateway", Took: 100 * time.Millisecond, Outcome: "ok"}}, nil},
+		{"orders' final write", faults.OrdersFinish, faults.Spec{Latency: 80 * time.Millisecond}, mode.Naive, time.Second,
+			[]timing.Hop{{Name: "finish", Took: 80 * time.Millisecond, Outcome: "ok"}}, nil},
+		{"the budget ran out during it", faults.GatewayCheckout, faults.Spec{Latency: time.Second}, mode.Budgeted, 300 * time.Millisecond,
+			[]timing.Hop{{Name: "gateway", Took: 300 * time.Millisecond, Outcome: "budget_exhausted"}}, context.DeadlineExceeded},
+		{"a failure the error rate chose", faults.ShippingCreateShipment, faults.Spec{Latency: 10 * time.Millisecond, ErrorRate: 1}, mode.Budgeted, time.Second,
+			[]timing.Hop{{Name: "carrier", Took: 10 * time.Millisecond, Outcome: "error"}}, faults.ErrInjected},
+		{"no work, no hop", faults.CatalogReserveStock, faults.Spec{}, mode.Budgeted, time.Second, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, rec := timing.WithRecorder(t.Context())
+				ctx, cancel := context.WithTimeout(ctx, tt.budget)
+				defer cancel()
+				in := faults.NewInjector(faults.Set{tt.method: tt.spec}, live(tt.mode))
+				if err := in.Work(ctx, tt.method); !errors.Is(err, tt.wantErrKind) {
+					t.Errorf("Work() = %v, want %v", err, tt.wantErrKind)
+				}
+				if got := rec.Hops(); !slices.Equal(got, tt.wantHops) {
+					t.Errorf("hops = %+v, want %+v", got, tt.wantHops)
 				}
 			})
 		})

@@ -30,22 +30,42 @@ const (
 	ShippingCreateShipment = "CreateShipment"
 )
 
+// simulated is every simulated method: whose it is, and the hop its work
+// is recorded as in a request's Server-Timing. The gateway's own work is
+// "gateway" and orders' final write "finish", as in the 800 ms waterfall;
+// the others are named after whose work they are.
+var simulated = []struct{ service, method, hop string }{
+	{ServiceGateway, GatewayCheckout, "gateway"},
+	{ServiceOrders, OrdersFinish, "finish"},
+	{ServiceCatalog, CatalogListProducts, "catalog"},
+	{ServiceCatalog, CatalogGetProduct, "catalog"},
+	{ServiceCatalog, CatalogReserveStock, "catalog"},
+	{ServiceCatalog, CatalogReleaseStock, "catalog"},
+	{ServicePayments, PaymentsCreateCharge, "psp"},
+	{ServiceShipping, ShippingCreateShipment, "carrier"},
+}
+
 // Methods returns the methods whose work service simulates, in the order
 // its API lists them; none for a service Mercado does not have.
 func Methods(service string) []string {
-	switch service {
-	case ServiceGateway:
-		return []string{GatewayCheckout}
-	case ServiceOrders:
-		return []string{OrdersFinish}
-	case ServiceCatalog:
-		return []string{CatalogListProducts, CatalogGetProduct, CatalogReserveStock, CatalogReleaseStock}
-	case ServicePayments:
-		return []string{PaymentsCreateCharge}
-	case ServiceShipping:
-		return []string{ShippingCreateShipment}
+	var out []string
+	for _, m := range simulated {
+		if m.service == service {
+			out = append(out, m.method)
+		}
 	}
-	return nil
+	return out
+}
+
+// hopName is the hop method's work is recorded as: its own name for a
+// method none of the services simulate (a test's).
+func hopName(method string) string {
+	for _, m := range simulated {
+		if m.method == method {
+			return m.hop
+		}
+	}
+	return method
 }
 
 // CheckMethod reports a method that service does not simulate, naming the

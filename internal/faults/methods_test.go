@@ -36,18 +36,19 @@ func TestCheckMethod(t *testing.T) {
 	}
 }
 
-// Every service simulates some work, and its methods are told apart by
-// more than case.
+// Every service simulates some work, and the methods are told apart by
+// more than case, across services too (a method's hop is named by the
+// method alone).
 func TestMethodsOfEveryService(t *testing.T) {
+	seen := map[string]bool{}
 	for _, svc := range []string{"gateway", "orders", "catalog", "payments", "shipping"} {
 		ms := faults.Methods(svc)
 		if len(ms) == 0 {
 			t.Errorf("%s simulates no method", svc)
 		}
-		seen := map[string]bool{}
 		for _, m := range ms {
 			if seen[strings.ToLower(m)] {
-				t.Errorf("%s: two methods named %q but for case", svc, m)
+				t.Errorf("%s: %q is named as another method but for case", svc, m)
 			}
 			seen[strings.ToLower(m)] = true
 		}

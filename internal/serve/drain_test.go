@@ -284,7 +284,7 @@ func TestDrainTimeoutHaltsSimulatedWork(t *testing.T) {
 	started, ended := make(chan struct{}), make(chan error, 1)
 	pr := &probe{handle: func(ctx context.Context) error {
 		close(started)
-		err := kit.Faults.Work(ctx, "Call", false)
+		err := kit.Faults.Work(ctx, "Call") // naive: the wait ignores ctx
 		ended <- err
 		return err
 	}}

@@ -124,7 +124,7 @@ func NewKit(name string, c Common, o KitOptions, log *slog.Logger) (*Kit, error)
 	settings := mode.NewLive(c.Settings())
 	settings.OnSwitch(func(s mode.Settings) { m.ModeChange(context.Background(), string(s.Mode)) })
 	k := &Kit{
-		Name: name, Settings: settings, Faults: faults.NewInjector(c.Faults), Metrics: m, Tracing: tr,
+		Name: name, Settings: settings, Faults: faults.NewInjector(c.Faults, settings), Metrics: m, Tracing: tr,
 		Log: log.With("service", name), Peers: o.Peers, common: c,
 	}
 	// Registered first, so it runs last: the spans of the work drained and

@@ -6,7 +6,6 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
-	"github.com/mercado-lab/mercado/internal/mode"
 )
 
 // Product is something the shop sells.
@@ -69,26 +68,21 @@ type Store interface {
 // Service is the catalog's use cases. Each one does its simulated work
 // (see internal/faults) before touching the store.
 type Service struct {
-	store    Store
-	work     *faults.Injector
-	settings *mode.Live
+	store Store
+	work  *faults.Injector
 }
 
-// NewService returns a Service over store.
-func NewService(store Store, work *faults.Injector, settings *mode.Live) (*Service, error) {
-	if store == nil || work == nil || settings == nil {
-		return nil, fmt.Errorf("catalog: store, work and settings are required")
+// NewService returns a Service over store, with work simulating its own.
+func NewService(store Store, work *faults.Injector) (*Service, error) {
+	if store == nil || work == nil {
+		return nil, fmt.Errorf("catalog: store and work are required")
 	}
-	return &Service{store: store, work: work, settings: settings}, nil
-}
-
-func (s *Service) simulate(ctx context.Context, method string) error {
-	return s.work.Work(ctx, method, s.settings.Load().Mechanisms.HonourCancel)
+	return &Service{store: store, work: work}, nil
 }
 
 // ListProducts returns every product.
 func (s *Service) ListProducts(ctx context.Context) ([]Product, error) {
-	if err := s.simulate(ctx, faults.CatalogListProducts); err != nil {
+	if err := s.work.Work(ctx, faults.CatalogListProducts); err != nil {
 		return nil, err
 	}
 	return s.store.List(ctx)
@@ -99,7 +93,7 @@ func (s *Service) GetProduct(ctx context.Context, sku string) (Product, error) {
 	if err := checkID("sku", sku); err != nil {
 		return Product{}, err
 	}
-	if err := s.simulate(ctx, faults.CatalogGetProduct); err != nil {
+	if err := s.work.Work(ctx, faults.CatalogGetProduct); err != nil {
 		return Product{}, err
 	}
 	return s.store.Get(ctx, sku)
@@ -110,7 +104,7 @@ func (s *Service) ReserveStock(ctx context.Context, orderID string, lines []Line
 	if err := validateLines(orderID, lines); err != nil {
 		return Reservation{}, err
 	}
-	if err := s.simulate(ctx, faults.CatalogReserveStock); err != nil {
+	if err := s.work.Work(ctx, faults.CatalogReserveStock); err != nil {
 		return Reservation{}, err
 	}
 	return s.store.Reserve(ctx, orderID, lines)
@@ -121,7 +115,7 @@ func (s *Service) ReleaseStock(ctx context.Context, reservationID string) error 
 	if err := checkID("reservation_id", reservationID); err != nil {
 		return err
 	}
-	if err := s.simulate(ctx, faults.CatalogReleaseStock); err != nil {
+	if err := s.work.Work(ctx, faults.CatalogReleaseStock); err != nil {
 		return err
 	}
 	return s.store.Release(ctx, reservationID)

@@ -49,7 +49,7 @@ func live(m mode.Mode) *mode.Live {
 
 func newService(t *testing.T, store catalog.Store, set faults.Set, m mode.Mode) *catalog.Service {
 	t.Helper()
-	svc, err := catalog.NewService(store, faults.NewInjector(set), live(m))
+	svc, err := catalog.NewService(store, faults.NewInjector(set, live(m)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,20 +57,18 @@ func newService(t *testing.T, store catalog.Store, set faults.Set, m mode.Mode) 
 }
 
 func TestNewServiceRequiresDependencies(t *testing.T) {
-	store, work, settings := catalog.NewMemStore(nil), faults.NewInjector(nil), live(mode.Budgeted)
+	store, work := catalog.NewMemStore(nil), faults.NewInjector(nil, live(mode.Budgeted))
 	tests := []struct {
-		name     string
-		store    catalog.Store
-		work     *faults.Injector
-		settings *mode.Live
+		name  string
+		store catalog.Store
+		work  *faults.Injector
 	}{
-		{"no store", nil, work, settings},
-		{"no work", store, nil, settings},
-		{"no settings", store, work, nil},
+		{"no store", nil, work},
+		{"no work", store, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if svc, err := catalog.NewService(tt.store, tt.work, tt.settings); err == nil {
+			if svc, err := catalog.NewService(tt.store, tt.work); err == nil {
 				t.Errorf("NewService = %v, want an error", svc)
 			}
 		})

@@ -12,7 +12,6 @@ import (
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
-	"github.com/mercado-lab/mercado/internal/timing"
 )
 
 // Service is the orders use cases.
@@ -175,15 +174,8 @@ var errUnrecorded = errors.New("the order's outcome could not be recorded")
 // finish does the simulated work of a checkout's final write, recorded as
 // the "finish" hop.
 func (s *Service) finish(ctx context.Context) {
-	if s.work == nil {
-		return
-	}
-	start := time.Now()
-	_ = s.work.Work(ctx, faults.OrdersFinish, true)
-	if d := time.Since(start); d > time.Millisecond {
-		if rec := timing.FromContext(ctx); rec != nil {
-			rec.Add(timing.Hop{Name: "finish", Took: d, Outcome: "ok"})
-		}
+	if s.work != nil {
+		_ = s.work.Work(ctx, faults.OrdersFinish)
 	}
 }
 

@@ -65,7 +65,8 @@ type Store interface {
 	Pending(ctx context.Context, before time.Time, limit int) ([]Charge, error)
 }
 
-// pspTimeout bounds the provider's own work on one charge.
+// pspTimeout bounds the provider's own work on one charge (budgeted; a
+// naive wait ignores it, like a read with no timeout).
 const pspTimeout = 2 * time.Minute
 
 // Service is the payments use cases.
@@ -167,13 +168,16 @@ type result struct {
 	err    error
 }
 
-// charge asks the provider and records its answer.
+// charge asks the provider and records its answer. ctx is detached from
+// the request (the charge is the provider's once sent), so the caller
+// leaving never cuts the provider's wait short; pspTimeout bounds it when
+// the mode honours cancellation.
 func (s *Service) charge(ctx context.Context, c Charge, done chan<- result) {
 	defer s.asking.Delete(c.PaymentKey)
 	ctx, cancel := context.WithTimeout(ctx, pspTimeout)
 	defer cancel()
 	status := StatusSucceeded
-	werr := s.psp.Work(ctx, faults.PaymentsCreateCharge, false)
+	werr := s.psp.Work(ctx, faults.PaymentsCreateCharge)
 	if werr != nil {
 		status = StatusFailed
 	}

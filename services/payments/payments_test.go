@@ -33,7 +33,8 @@ func newService(t *testing.T, store payments.Store, m mode.Mode) *payments.Servi
 
 func newServiceWith(t *testing.T, store payments.Store, m mode.Mode, psp faults.Set) *payments.Service {
 	t.Helper()
-	svc, err := payments.NewService(store, faults.NewInjector(psp), live(m))
+	settings := live(m)
+	svc, err := payments.NewService(store, faults.NewInjector(psp, settings), settings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,8 @@ func statusOf(t *testing.T, store payments.Store, key string) payments.Status {
 }
 
 func TestNewServiceRequiresDependencies(t *testing.T) {
-	store, psp, settings := payments.NewMemStore(), faults.NewInjector(nil), live(mode.Budgeted)
+	settings := live(mode.Budgeted)
+	store, psp := payments.NewMemStore(), faults.NewInjector(nil, settings)
 	tests := []struct {
 		name     string
 		store    payments.Store
@@ -269,7 +271,7 @@ func TestCreateChargeValidation(t *testing.T) {
 		})
 	}
 	t.Run("key of exactly 255", func(t *testing.T) {
-		svc, err := payments.NewService(payments.NewMemStore(), faults.NewInjector(nil), live(mode.Budgeted))
+		svc, err := payments.NewService(payments.NewMemStore(), faults.NewInjector(nil, nil), live(mode.Budgeted))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -432,7 +434,7 @@ func TestVoidCharge(t *testing.T) {
 
 func TestGetCharge(t *testing.T) {
 	ctx := context.Background()
-	svc, err := payments.NewService(payments.NewMemStore(), faults.NewInjector(nil), live(mode.Budgeted))
+	svc, err := payments.NewService(payments.NewMemStore(), faults.NewInjector(nil, nil), live(mode.Budgeted))
 	if err != nil {
 		t.Fatal(err)
 	}

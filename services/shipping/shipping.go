@@ -7,7 +7,6 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
-	"github.com/mercado-lab/mercado/internal/mode"
 )
 
 // Item is one line of a shipment.
@@ -72,18 +71,17 @@ type Store interface {
 
 // Service is the shipping use cases.
 type Service struct {
-	store    Store
-	carrier  *faults.Injector
-	settings *mode.Live
+	store   Store
+	carrier *faults.Injector
 }
 
 // NewService returns a Service over store, with carrier simulating the
 // carrier's work.
-func NewService(store Store, carrier *faults.Injector, settings *mode.Live) (*Service, error) {
-	if store == nil || carrier == nil || settings == nil {
-		return nil, fmt.Errorf("shipping: store, carrier and settings are required")
+func NewService(store Store, carrier *faults.Injector) (*Service, error) {
+	if store == nil || carrier == nil {
+		return nil, fmt.Errorf("shipping: store and carrier are required")
 	}
-	return &Service{store: store, carrier: carrier, settings: settings}, nil
+	return &Service{store: store, carrier: carrier}, nil
 }
 
 // CreateShipment books a shipment for an order.
@@ -92,7 +90,7 @@ func (s *Service) CreateShipment(ctx context.Context, sh Shipment) (Shipment, er
 		return Shipment{}, err
 	}
 	// The call to the carrier: lesson 7's degraded dependency.
-	if err := s.carrier.Work(ctx, faults.ShippingCreateShipment, s.settings.Load().Mechanisms.HonourCancel); err != nil {
+	if err := s.carrier.Work(ctx, faults.ShippingCreateShipment); err != nil {
 		if errors.Is(err, faults.ErrInjected) {
 			return Shipment{}, err
 		}

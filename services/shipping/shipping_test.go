@@ -22,7 +22,7 @@ func live(m mode.Mode) *mode.Live {
 
 func newService(t *testing.T, store shipping.Store, set faults.Set, m mode.Mode) *shipping.Service {
 	t.Helper()
-	svc, err := shipping.NewService(store, faults.NewInjector(set), live(m))
+	svc, err := shipping.NewService(store, faults.NewInjector(set, live(m)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,20 +42,18 @@ func shipment(order string) shipping.Shipment {
 }
 
 func TestNewServiceRequiresDependencies(t *testing.T) {
-	store, carrier, settings := shipping.NewMemStore(), faults.NewInjector(nil), live(mode.Budgeted)
+	store, carrier := shipping.NewMemStore(), faults.NewInjector(nil, live(mode.Budgeted))
 	tests := []struct {
-		name     string
-		store    shipping.Store
-		carrier  *faults.Injector
-		settings *mode.Live
+		name    string
+		store   shipping.Store
+		carrier *faults.Injector
 	}{
-		{"no store", nil, carrier, settings},
-		{"no carrier", store, nil, settings},
-		{"no settings", store, carrier, nil},
+		{"no store", nil, carrier},
+		{"no carrier", store, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if svc, err := shipping.NewService(tt.store, tt.carrier, tt.settings); err == nil {
+			if svc, err := shipping.NewService(tt.store, tt.carrier); err == nil {
 				t.Errorf("NewService = %v, want an error", svc)
 			}
 		})
