@@ -151,7 +151,7 @@ func (s *Service) CreateCharge(ctx context.Context, c Charge) (Charge, error) {
 	done := make(chan result, 1)
 	s.asking.Store(stored.PaymentKey, true)
 	go s.charge(context.WithoutCancel(ctx), stored, done)
-	if !s.settings.Load().Mechanisms.HonourCancel {
+	if !s.settings.For(ctx).Mechanisms.HonourCancel {
 		r := <-done
 		return r.charge, r.err
 	}
