@@ -102,8 +102,16 @@ func TestComposeServices(t *testing.T) {
 			if got, want := env(s, "MERCADO_ADDR"), defaults.Addr; got != want {
 				t.Errorf("MERCADO_ADDR = %q, want %q (the code's default)", got, want)
 			}
-			if got, want := env(s, "MERCADO_ADMIN_ADDR"), defaults.AdminAddr; got != want {
-				t.Errorf("MERCADO_ADMIN_ADDR = %q, want %q (the code's default)", got, want)
+			// Prometheus and the gateway's mode fan-out reach the admin port
+			// from their own containers: it listens on every interface, off
+			// the code's loopback default, so it needs a token or the
+			// explicit opt-in (serve.Common.Validate).
+			if got, want := env(s, "MERCADO_ADMIN_ADDR"), ":"+port(t, defaults.AdminAddr); got != want {
+				t.Errorf("MERCADO_ADMIN_ADDR = %q, want %q (the code's default port, on every interface)", got, want)
+			}
+			if env(s, "MERCADO_ADMIN_TOKEN") == "" && env(s, "MERCADO_ADMIN_INSECURE") != "true" {
+				t.Errorf("the admin port is reachable from the compose network without MERCADO_ADMIN_TOKEN, " +
+					"and MERCADO_ADMIN_INSECURE is not true: `mercado serve` would refuse to start")
 			}
 			if got := env(s, "MERCADO_MODE"); got != "budgeted" {
 				t.Errorf("MERCADO_MODE = %q, want budgeted (from .env)", got)

@@ -307,6 +307,17 @@ func envValue(c corev1.Container, name string) string {
 	return ""
 }
 
+// fromSecret reports whether c's environment variable name is read from
+// a key of a Secret.
+func fromSecret(c corev1.Container, name string) bool {
+	for _, e := range c.Env {
+		if e.Name == name && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Key != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // checkService: a Deployment running `mercado serve <name>` on the code's
 // ports, probed on them, behind a Service.
 func checkService(t *testing.T, m manifests, name string, serving, admin int32) {
@@ -335,6 +346,13 @@ func checkService(t *testing.T, m manifests, name string, serving, admin int32) 
 	}
 	if got, want := envValue(c, "MERCADO_ADMIN_ADDR"), fmt.Sprintf(":%d", admin); got != want {
 		t.Errorf("Deployment %s: MERCADO_ADMIN_ADDR = %q, want %q", name, got, want)
+	}
+	// The admin port listens on every interface of the pod (Prometheus and
+	// the gateway's mode fan-out reach it), which mercado refuses without
+	// a token unless told otherwise: the token comes from the Secret.
+	if !fromSecret(c, "MERCADO_ADMIN_TOKEN") && envValue(c, "MERCADO_ADMIN_INSECURE") != "true" {
+		t.Errorf("Deployment %s: MERCADO_ADMIN_TOKEN does not come from a Secret (and MERCADO_ADMIN_INSECURE is not true): "+
+			"`mercado serve` refuses an admin port beyond loopback without a token", name)
 	}
 	ports := map[string]int32{}
 	for _, p := range c.Ports {

@@ -250,11 +250,11 @@ func holdRateFresh(ctx context.Context, cfg CapacityConfig, m mode.Mode, rate fl
 
 func startCapacityShop(ctx context.Context, cfg CapacityConfig, m mode.Mode, log *slog.Logger) (*shop.Shop, error) {
 	sc := shop.EphemeralConfig()
-	sc.SetMode(m, serve.DefaultMargin, serve.DefaultFloor)
-	sc.SetDrainTimeout(time.Second)
-	sc.SetOverrides(cfg.Mechanisms)
+	sc.Shared.Mode, sc.Shared.Margin, sc.Shared.Floor = m, serve.DefaultMargin, serve.DefaultFloor
+	sc.Shared.DrainTimeout = time.Second
+	sc.Shared.Overrides = cfg.Mechanisms
 	if cfg.DatabaseURL != "" {
-		sc.SetDatabase(cfg.DatabaseURL, 10)
+		sc.Shared.DatabaseURL, sc.Shared.DBMaxConns = cfg.DatabaseURL, 10
 	}
 	return shop.Start(ctx, sc, log)
 }

@@ -134,11 +134,11 @@ func Isolation(ctx context.Context, cfg IsolationConfig, log *slog.Logger, progr
 func isolationOnce(ctx context.Context, cfg IsolationConfig, m mode.Mode, log *slog.Logger,
 	progress func(string, time.Duration, time.Duration)) (IsolationMode, error) {
 	sc := shop.EphemeralConfig()
-	sc.SetMode(m, serve.DefaultMargin, serve.DefaultFloor)
-	sc.SetDrainTimeout(200 * time.Millisecond)
+	sc.Shared.Mode, sc.Shared.Margin, sc.Shared.Floor = m, serve.DefaultMargin, serve.DefaultFloor
+	sc.Shared.DrainTimeout = 200 * time.Millisecond
 	r := serve.DefaultResilience()
 	r.BreakerOpen, r.Workers = cfg.BreakerOpen, cfg.Workers
-	sc.SetResilience(r)
+	sc.Shared.Resilience = r
 	sc.Shipping.Faults = faults.Set{"CreateShipment": {Hang: cfg.Hang}}
 	s, err := shop.Start(ctx, sc, log)
 	if err != nil {

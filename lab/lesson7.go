@@ -127,13 +127,13 @@ func Lesson7(ctx context.Context, cfg Lesson7Config, log *slog.Logger) (Lesson7R
 
 func lesson7Once(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.Logger) (ModeResult, error) {
 	sc := shop.EphemeralConfig()
-	sc.SetMode(m, cfg.Margin, cfg.Floor)
+	sc.Shared.Mode, sc.Shared.Margin, sc.Shared.Floor = m, cfg.Margin, cfg.Floor
 	// Lesson 7 is about timeouts alone: one attempt per hop in both modes.
 	off := mode.RetriesOff
-	sc.SetOverrides(mode.Overrides{Retries: &off})
+	sc.Shared.Overrides = mode.Overrides{Retries: &off}
 	// The naive shipping keeps its carrier waiting after the call is
 	// abandoned; don't wait for it when the lab is done.
-	sc.SetDrainTimeout(100 * time.Millisecond)
+	sc.Shared.DrainTimeout = 100 * time.Millisecond
 	sc.Orders.CatalogCap, sc.Orders.PaymentsCap, sc.Orders.ShippingCap = cfg.CatalogCap, cfg.PaymentsCap, cfg.ShippingCap
 	sc.Catalog.Faults = faults.Set{"ReserveStock": {Latency: cfg.CatalogLatency}}
 	sc.Payments.Faults = faults.Set{"CreateCharge": {Latency: cfg.PaymentsLatency}}

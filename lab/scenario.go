@@ -39,7 +39,7 @@ func Scenario(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, progr
 
 func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, progress func(string, time.Duration, time.Duration)) (loadtest.Results, error) {
 	cfg := shop.EphemeralConfig()
-	cfg.SetDrainTimeout(200 * time.Millisecond)
+	cfg.Shared.DrainTimeout = 200 * time.Millisecond
 	r := serve.DefaultResilience()
 	if sc.Shop.Workers > 0 {
 		r.Workers = sc.Shop.Workers
@@ -47,7 +47,7 @@ func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, p
 	if sc.Shop.BreakerOpen > 0 {
 		r.BreakerOpen = time.Duration(sc.Shop.BreakerOpen)
 	}
-	cfg.SetResilience(r)
+	cfg.Shared.Resilience = r
 	s, err := shop.Start(ctx, cfg, log)
 	if err != nil {
 		return loadtest.Results{}, err

@@ -96,10 +96,13 @@ func Waterfall(ctx context.Context, cfg WaterfallConfig, log *slog.Logger) (Wate
 		return WaterfallResult{}, err
 	}
 	sc := shop.EphemeralConfig()
-	sc.SetMode(mode.Budgeted, serve.DefaultMargin, serve.DefaultFloor)
+	sc.Shared.Mode, sc.Shared.Margin, sc.Shared.Floor = mode.Budgeted, serve.DefaultMargin, serve.DefaultFloor
 	off := mode.RetriesOff
-	sc.SetOverrides(mode.Overrides{Retries: &off}) // the waterfall has no retries
+	sc.Shared.Overrides = mode.Overrides{Retries: &off} // the waterfall has no retries
 	sc.Gateway.Faults = faults.Set{"Checkout": {Latency: cfg.GatewayWork}}
+	// Orders alone keeps the reserve back: it gets a copy of the shared
+	// settings with a margin of its own.
+	sc.Orders.Shared = sc.Shared
 	sc.Orders.Margin = cfg.Reserve
 	sc.Orders.Faults = faults.Set{"Finish": {Latency: cfg.Cleanup}}
 	sc.Orders.CatalogCap, sc.Orders.PaymentsCap = cfg.CatalogCap, cfg.PaymentsCap

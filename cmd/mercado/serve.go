@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/serve"
@@ -25,17 +27,27 @@ const serveUsage = `Usage: mercado serve <gateway|orders|catalog|payments|shippi
 Serves one service, or all five in one process on loopback ports (the
 embedded default: in-memory stores, no Docker, no database). With
 --database-url (or MERCADO_DATABASE_URL) the services keep their state in
-PostgreSQL instead, one schema each. Stops gracefully on SIGINT or SIGTERM.
+PostgreSQL instead, one schema each. A service served alone answers its
+admin API on loopback; on any other address it needs --admin-token (or
+--admin-insecure). Stops gracefully on SIGINT or SIGTERM.
 
 Flags:
 `
 
-// service is what runServe needs of one service: its flags, its
-// validation and its start.
+// service is what runServe needs of one service, or of all five: its
+// flags, its validation, the settings each service will run with (for
+// the log) and its start.
 type service struct {
 	register func(*flag.FlagSet)
 	validate func() error
+	settings func() []settings
 	start    func(context.Context, *slog.Logger) (waiter, error)
+}
+
+// settings are one service's settings as flag values.
+type settings struct {
+	service string
+	flags   map[string]string
 }
 
 type waiter interface{ Wait() error }
@@ -64,9 +76,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	if err := svc.validate(); err != nil {
-		return usageError{fmt.Errorf("serve %s: %w", name, err)}
+		return usagef("serve %s: %w", name, err)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	for _, s := range svc.settings() {
+		log.Info("configuration", "service", s.service, "flags", s.flags)
+	}
 	w, err := svc.start(ctx, log)
 	if err != nil {
 		return fmt.Errorf("serve %s: %w", name, err)
@@ -78,12 +93,12 @@ func lookupService(name string) (service, error) {
 	switch name {
 	case "gateway":
 		cfg := gateway.DefaultConfig()
-		return service{cfg.RegisterFlags, func() error { return errors.Join(cfg.Validate(), checkFaults("fault", name, cfg.Faults)) },
-			func(ctx context.Context, log *slog.Logger) (waiter, error) { return gateway.Start(ctx, cfg, log) }}, nil
+		return one(name, cfg.RegisterFlags, func() error { return errors.Join(cfg.Validate(), checkFaults("fault", name, cfg.Faults)) },
+			func(ctx context.Context, log *slog.Logger) (waiter, error) { return gateway.Start(ctx, cfg, log) }), nil
 	case "orders":
 		cfg := orders.DefaultConfig()
-		return service{cfg.RegisterFlags, func() error { return errors.Join(cfg.Validate(), checkFaults("fault", name, cfg.Faults)) },
-			func(ctx context.Context, log *slog.Logger) (waiter, error) { return orders.Start(ctx, cfg, log) }}, nil
+		return one(name, cfg.RegisterFlags, func() error { return errors.Join(cfg.Validate(), checkFaults("fault", name, cfg.Faults)) },
+			func(ctx context.Context, log *slog.Logger) (waiter, error) { return orders.Start(ctx, cfg, log) }), nil
 	case "catalog":
 		return leaf(name, catalog.DefaultConfig(), catalog.Start), nil
 	case "payments":
@@ -96,42 +111,131 @@ func lookupService(name string) (service, error) {
 	return service{}, usagef("serve: unknown service %q", name)
 }
 
-// leaf is a service configured by the common settings alone.
-func leaf(name string, cfg serve.Common, start func(context.Context, serve.Common, *slog.Logger) (*serve.Process, error)) service {
-	return service{cfg.RegisterFlags, func() error { return errors.Join(cfg.Validate(), checkFaults("fault", name, cfg.Faults)) },
-		func(ctx context.Context, log *slog.Logger) (waiter, error) { return start(ctx, cfg, log) }}
+// one is a service served alone: its flags are those of its
+// configuration, bound by register.
+func one(name string, register func(*flag.FlagSet), validate func() error,
+	start func(context.Context, *slog.Logger) (waiter, error)) service {
+	return service{register, validate,
+		func() []settings { return []settings{{name, flagValues(register, nil)}} }, start}
 }
 
-// allServices runs the five services on loopback at their usual ports.
-// Mode, margin, floor, drain and the database apply to every service; the
-// gateway's edge flags, orders' caps and each service's faults have flags
-// of their own.
+// leaf is a service configured by the common settings alone.
+func leaf(name string, cfg serve.Common, start func(context.Context, serve.Common, *slog.Logger) (*serve.Process, error)) service {
+	return one(name, cfg.RegisterFlags, func() error { return errors.Join(cfg.Validate(), checkFaults("fault", name, cfg.Faults)) },
+		func(ctx context.Context, log *slog.Logger) (waiter, error) { return start(ctx, cfg, log) })
+}
+
+// notForAll are the flags of `serve <name>` that `serve all` cannot
+// honour, each with the reason. `serve all` lists them too, so that
+// setting one, as a flag or as its MERCADO_ variable, is refused with
+// that reason (exit 2) rather than ignored.
+var notForAll = []struct {
+	name, reason string
+	isBool       bool
+}{
+	{"addr", "serve all puts each service on its own loopback port (--ephemeral-ports: free ones); serve the services one by one to choose", false},
+	{"admin-addr", "serve all puts each admin listener on its own loopback port (--ephemeral-ports: free ones); serve the services one by one to choose", false},
+	{"admin-insecure", "serve all's admin listeners are on loopback, where no machine but this one reaches them", true},
+	{"fault", "serve all takes one per service: --gateway-fault, --orders-fault, --catalog-fault, --payments-fault or --shipping-fault", false},
+	{"orders-addr", "serve all connects its services to each other", false},
+	{"catalog-addr", "serve all connects its services to each other", false},
+	{"payments-addr", "serve all connects its services to each other", false},
+	{"shipping-addr", "serve all connects its services to each other", false},
+	{"admin-peers", "serve all's gateway fans a mode switch out to the shop's four other services", false},
+}
+
+// refused is the flag.Value of a flag in notForAll: any value is an
+// error that gives the reason.
+type refused struct {
+	reason string
+	isBool bool
+}
+
+func (r refused) String() string   { return "" }
+func (r refused) Set(string) error { return errors.New(r.reason) }
+func (r refused) IsBoolFlag() bool { return r.isBool }
+
+// allServices runs the five services in one process on loopback at their
+// usual ports. The shared settings (mode, mechanisms, pools, breakers,
+// admin token, database, drain) are registered once and given to every
+// service; the gateway's edge flags, orders' caps and each service's
+// faults are flags of their own; the rest is refused (notForAll).
 func allServices() service {
 	cfg := shop.DefaultConfig("127.0.0.1")
-	shared := serve.Defaults("", "")
+	var ephemeral bool
 	register := func(fs *flag.FlagSet) {
-		shared.RegisterModeFlags(fs)
-		shared.RegisterDatabaseFlags(fs)
+		cfg.Shared.RegisterFlags(fs)
 		cfg.Gateway.RegisterEdgeFlags(fs)
 		cfg.Orders.RegisterCapFlags(fs)
 		for _, name := range faults.Services() {
 			fs.Var(cfg.Faults()[name], name+"-fault", "simulated work of "+name+`, "[Method:]latency=280ms[,hang[=10s]]"`)
 		}
+		fs.BoolVar(&ephemeral, "ephemeral-ports", false, "listen on free loopback ports instead (the serving log lines say which)")
+		for _, f := range notForAll {
+			fs.Var(refused{f.reason, f.isBool}, f.name, "not for serve all: "+f.reason)
+		}
 	}
 	validate := func() error {
-		cfg.SetMode(shared.Mode, shared.Margin, shared.Floor)
-		cfg.SetDrainTimeout(shared.DrainTimeout)
-		cfg.SetDatabase(shared.DatabaseURL, shared.DBMaxConns)
-		errs := []error{cfg.Gateway.Validate(), cfg.Orders.Validate(),
-			cfg.Catalog.Validate(), cfg.Payments.Validate(), cfg.Shipping.Validate()}
+		if ephemeral {
+			cfg.UseEphemeralPorts()
+		}
+		errs := []error{cfg.Validate()}
 		sets := cfg.Faults()
 		for _, name := range slices.Sorted(maps.Keys(sets)) {
 			errs = append(errs, checkFaults(name+"-fault", name, *sets[name]))
 		}
 		return errors.Join(errs...)
 	}
+	describe := func() []settings {
+		c := cfg.Resolved()
+		// The addresses are left out: Start sets them as the services bind.
+		skip := func(name string) bool {
+			return name == "addr" || strings.HasSuffix(name, "-addr") || name == "admin-peers"
+		}
+		return []settings{
+			{faults.ServiceGateway, flagValues(c.Gateway.RegisterFlags, skip)},
+			{faults.ServiceOrders, flagValues(c.Orders.RegisterFlags, skip)},
+			{faults.ServiceCatalog, flagValues(c.Catalog.RegisterFlags, skip)},
+			{faults.ServicePayments, flagValues(c.Payments.RegisterFlags, skip)},
+			{faults.ServiceShipping, flagValues(c.Shipping.RegisterFlags, skip)},
+		}
+	}
 	start := func(ctx context.Context, log *slog.Logger) (waiter, error) { return shop.Start(ctx, cfg, log) }
-	return service{register, validate, start}
+	return service{register, validate, describe, start}
+}
+
+// flagValues are the values of the flags register binds, as they stand,
+// leaving out those skip names (when skip is not nil) and the secrets:
+// the admin token shows only whether it is set, the database URL only its
+// host and database.
+func flagValues(register func(*flag.FlagSet), skip func(string) bool) map[string]string {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	register(fs)
+	values := map[string]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if skip != nil && skip(f.Name) {
+			return
+		}
+		v := f.Value.String()
+		switch {
+		case v == "":
+		case f.Name == "admin-token":
+			v = "(set)"
+		case f.Name == "database-url":
+			v = redactURL(v)
+		}
+		values[f.Name] = v
+	})
+	return values
+}
+
+// redactURL is a database URL without its user, password and parameters.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return "(set)"
+	}
+	return u.Scheme + "://" + u.Host + strings.TrimRight(u.Path, "/")
 }
 
 // checkFaults refuses a fault, given by the flag named flagName, on a

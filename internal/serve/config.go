@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -24,29 +25,24 @@ const (
 	DefaultFloor  = 20 * time.Millisecond
 )
 
-// Common is the configuration every service shares.
-type Common struct {
-	// Addr is the serving listener's address.
-	Addr string
-	// AdminAddr is the admin listener's address.
-	AdminAddr string
+// Shared is the configuration that is the same for every service of a
+// shop: `mercado serve <name>` and `mercado serve all` register these
+// flags once (RegisterFlags) and check them once (Validate), and every
+// service is given the one value.
+type Shared struct {
 	// Mode presets the mechanisms.
 	Mode mode.Mode
 	// Margin is kept back from each call for the way back.
 	Margin time.Duration
 	// Floor is the least budget worth starting a call or a request with.
 	Floor time.Duration
-	// Faults simulate slow work.
-	Faults faults.Set
-	// DrainTimeout bounds a graceful shutdown.
-	DrainTimeout time.Duration
 	// Overrides switch single mechanisms on top of the mode's preset.
 	Overrides mode.Overrides
+	// Pools and breakers.
+	Resilience Resilience
 	// AdminToken, when set, is required (as a bearer token) for changes
 	// through the admin API.
 	AdminToken string
-	// Pools and breakers.
-	Resilience Resilience
 	// DatabaseURL, when set, keeps the service's state in PostgreSQL
 	// (postgres://user:password@host:5432/db?sslmode=disable): one
 	// database for the whole shop, one schema per service, migrated at
@@ -55,6 +51,25 @@ type Common struct {
 	DatabaseURL string
 	// DBMaxConns bounds the service's pool of database connections.
 	DBMaxConns int
+	// DrainTimeout bounds a graceful shutdown.
+	DrainTimeout time.Duration
+}
+
+// Common is the configuration every service has: the Shared settings,
+// and the service's own listeners and simulated faults.
+type Common struct {
+	Shared
+	// Addr is the serving listener's address.
+	Addr string
+	// AdminAddr is the admin listener's address. Beyond loopback it needs
+	// an AdminToken, or AdminInsecure (see Validate).
+	AdminAddr string
+	// AdminInsecure lets the admin listener take an address other
+	// machines can reach without an AdminToken: anyone who reaches it can
+	// then switch modes and inject faults.
+	AdminInsecure bool
+	// Faults simulate slow work.
+	Faults faults.Set
 }
 
 // DefaultDBMaxConns is a service's pool of database connections: enough
@@ -122,50 +137,85 @@ func (r Resilience) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Defaults returns the common configuration of a service listening on the
-// given addresses.
-func Defaults(addr, adminAddr string) Common {
-	return Common{
-		Addr: addr, AdminAddr: adminAddr,
+// DefaultShared returns the shared settings with every default filled in.
+func DefaultShared() Shared {
+	return Shared{
 		Mode: DefaultMode, Margin: DefaultMargin, Floor: DefaultFloor,
-		Faults: faults.Set{}, DrainTimeout: DefaultDrainTimeout,
-		Resilience: DefaultResilience(), DBMaxConns: DefaultDBMaxConns,
+		Resilience: DefaultResilience(), DBMaxConns: DefaultDBMaxConns, DrainTimeout: DefaultDrainTimeout,
 	}
 }
 
-// RegisterFlags binds c's fields to flags on fs, keeping c's values as
-// defaults.
-func (c *Common) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Addr, "addr", c.Addr, "serving listen address")
-	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "admin listen address (/healthz, /readyz)")
-	c.RegisterModeFlags(fs)
-	fs.Var(&c.Faults, "fault", `simulated work, "[Method:]latency=280ms[,hang[=10s]]"; repeatable, or ";"-separated`)
-	c.RegisterDatabaseFlags(fs)
+// Defaults returns the common configuration of a service listening on the
+// given addresses, with the default shared settings.
+func Defaults(addr, adminAddr string) Common {
+	return Common{Shared: DefaultShared(), Addr: addr, AdminAddr: adminAddr, Faults: faults.Set{}}
 }
 
-// RegisterDatabaseFlags binds the database flags only. Prefer the
-// environment (MERCADO_DATABASE_URL) for the URL: a flag's value, password
-// included, shows in the process list.
-func (c *Common) RegisterDatabaseFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL,
+// RegisterFlags binds s's fields to flags on fs, keeping s's values as
+// defaults. Prefer the environment for the admin token and the database
+// URL (MERCADO_ADMIN_TOKEN, MERCADO_DATABASE_URL): a flag's value shows in
+// the process list.
+func (s *Shared) RegisterFlags(fs *flag.FlagSet) {
+	fs.Var(&s.Mode, "mode", "naive or budgeted")
+	fs.DurationVar(&s.Margin, "margin", s.Margin, "time kept back from each call for the way back")
+	fs.DurationVar(&s.Floor, "floor", s.Floor, "least budget worth starting a call with")
+	fs.Var(&s.Overrides, "mechanisms", `switch single mechanisms on top of the mode, e.g. "breakers=off,retries=naive"`)
+	s.Resilience.RegisterFlags(fs)
+	fs.StringVar(&s.AdminToken, "admin-token", s.AdminToken, "bearer token required for admin changes (reads stay open)")
+	fs.StringVar(&s.DatabaseURL, "database-url", s.DatabaseURL,
 		"PostgreSQL URL for the service's state, e.g. postgres://mercado:mercado@127.0.0.1:5432/mercado?sslmode=disable (empty: in memory)")
-	fs.IntVar(&c.DBMaxConns, "db-max-conns", c.DBMaxConns, "most database connections the service holds")
+	fs.IntVar(&s.DBMaxConns, "db-max-conns", s.DBMaxConns, "most database connections the service holds")
+	fs.DurationVar(&s.DrainTimeout, "drain-timeout", s.DrainTimeout, "how long shutdown waits for work in flight")
 }
 
-// RegisterModeFlags binds the mode, margin, floor and drain flags only.
-func (c *Common) RegisterModeFlags(fs *flag.FlagSet) {
-	fs.Var(&c.Mode, "mode", "naive or budgeted")
-	fs.DurationVar(&c.Margin, "margin", c.Margin, "time kept back from each call for the way back")
-	fs.DurationVar(&c.Floor, "floor", c.Floor, "least budget worth starting a call with")
-	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "how long shutdown waits for work in flight")
-	fs.Var(&c.Overrides, "mechanisms", `switch single mechanisms on top of the mode, e.g. "breakers=off,retries=naive"`)
-	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer token required for admin changes (reads stay open)")
-	c.Resilience.RegisterFlags(fs)
-}
-
-// Validate reports every problem with c.
-func (c Common) Validate() error {
+// Validate reports every problem with s, each naming its flag.
+func (s Shared) Validate() error {
 	var errs []error
+	if _, err := mode.Parse(string(s.Mode)); err != nil {
+		errs = append(errs, fmt.Errorf("mode: %w", err))
+	}
+	if s.Margin < 0 || s.Margin > time.Minute {
+		errs = append(errs, fmt.Errorf("margin: %v is outside 0 to 1m", s.Margin))
+	}
+	if s.Floor < 0 || s.Floor > time.Minute {
+		errs = append(errs, fmt.Errorf("floor: %v is outside 0 to 1m", s.Floor))
+	}
+	if err := s.Overrides.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("mechanisms: %w", err))
+	}
+	if err := s.Resilience.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if s.DatabaseURL != "" {
+		if _, err := pgxpool.ParseConfig(s.DatabaseURL); err != nil {
+			errs = append(errs, fmt.Errorf("database-url: %w", err)) // pgx leaves the password out
+		}
+	}
+	if s.DBMaxConns < 1 || s.DBMaxConns > 1000 {
+		errs = append(errs, fmt.Errorf("db-max-conns: %d is outside 1 to 1000", s.DBMaxConns))
+	}
+	if s.DrainTimeout <= 0 || s.DrainTimeout > time.Hour {
+		errs = append(errs, fmt.Errorf("drain-timeout: %v is outside (0, 1h]", s.DrainTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// RegisterFlags binds c's fields to flags on fs, keeping c's values as
+// defaults: the shared settings, and the service's own.
+func (c *Common) RegisterFlags(fs *flag.FlagSet) {
+	c.Shared.RegisterFlags(fs)
+	fs.StringVar(&c.Addr, "addr", c.Addr, "serving listen address")
+	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr,
+		"admin listen address (/healthz, /readyz, /metrics, /admin/*); beyond loopback it needs --admin-token or --admin-insecure")
+	fs.BoolVar(&c.AdminInsecure, "admin-insecure", c.AdminInsecure,
+		"allow an admin listener other machines can reach without --admin-token (anyone reaching it may switch modes and inject faults)")
+	fs.Var(&c.Faults, "fault", `simulated work, "[Method:]latency=280ms[,hang[=10s]]"; repeatable, or ";"-separated`)
+}
+
+// Validate reports every problem with c: its shared settings, then its
+// own.
+func (c Common) Validate() error {
+	errs := []error{c.Shared.Validate()}
 	if c.Addr == "" {
 		errs = append(errs, errors.New("addr: must not be empty"))
 	}
@@ -175,36 +225,30 @@ func (c Common) Validate() error {
 	if c.Addr != "" && c.Addr == c.AdminAddr && !strings.HasSuffix(c.Addr, ":0") {
 		errs = append(errs, errors.New("admin-addr: must differ from addr (admin never shares the serving port)"))
 	}
-	if _, err := mode.Parse(string(c.Mode)); err != nil {
-		errs = append(errs, fmt.Errorf("mode: %w", err))
-	}
-	if c.Margin < 0 || c.Margin > time.Minute {
-		errs = append(errs, fmt.Errorf("margin: %v is outside 0 to 1m", c.Margin))
-	}
-	if c.Floor < 0 || c.Floor > time.Minute {
-		errs = append(errs, fmt.Errorf("floor: %v is outside 0 to 1m", c.Floor))
-	}
-	if err := c.Resilience.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := c.Overrides.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("mechanisms: %w", err))
-	}
-	if c.DrainTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("drain-timeout: %v must be positive", c.DrainTimeout))
-	}
-	if c.DBMaxConns < 1 || c.DBMaxConns > 1000 {
-		errs = append(errs, fmt.Errorf("db-max-conns: %d is outside 1 to 1000", c.DBMaxConns))
-	}
-	if c.DatabaseURL != "" {
-		if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
-			errs = append(errs, fmt.Errorf("database-url: %w", err)) // pgx leaves the password out
-		}
+	if c.AdminAddr != "" && c.AdminToken == "" && !c.AdminInsecure && !IsLoopback(c.AdminAddr) {
+		errs = append(errs, fmt.Errorf("admin-addr: %s is reachable from other machines, and no --admin-token is set: set one, "+
+			"or listen on 127.0.0.1, or pass --admin-insecure to let anyone who reaches it change the service", c.AdminAddr))
 	}
 	return errors.Join(errs...)
 }
 
-// Settings returns the mechanism settings c starts with.
-func (c Common) Settings() mode.Settings {
-	return mode.Settings{Mode: c.Mode, Mechanisms: c.Mode.Mechanisms().Apply(c.Overrides), Margin: c.Margin, Floor: c.Floor}
+// IsLoopback reports whether the listen address addr (host:port) takes
+// connections from this machine alone: its host is localhost or a
+// loopback IP. An empty host, 0.0.0.0 or any other name is not (":9080"
+// listens on every interface).
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Settings returns the mechanism settings s starts with.
+func (s Shared) Settings() mode.Settings {
+	return mode.Settings{Mode: s.Mode, Mechanisms: s.Mode.Mechanisms().Apply(s.Overrides), Margin: s.Margin, Floor: s.Floor}
 }

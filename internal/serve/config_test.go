@@ -13,7 +13,7 @@ import (
 )
 
 func TestCommonValidate(t *testing.T) {
-	valid := serve.Defaults(":8082", ":9082")
+	valid := serve.Defaults(":8082", "127.0.0.1:9082")
 	tests := []struct {
 		name   string
 		change func(*serve.Common)
@@ -36,8 +36,23 @@ func TestCommonValidate(t *testing.T) {
 		{"zero drain timeout", func(c *serve.Common) { c.DrainTimeout = 0 }, []string{"drain-timeout:"}},
 		{"negative drain timeout", func(c *serve.Common) { c.DrainTimeout = -time.Second }, []string{"drain-timeout:"}},
 		{"unknown retry strategy", func(c *serve.Common) { r := mode.Retries("sometimes"); c.Overrides.Retries = &r }, []string{"mechanisms:", `"sometimes"`}},
-		{"every problem is reported", func(c *serve.Common) { *c = serve.Common{Margin: -1, Floor: -1} },
-			[]string{"addr: must not be empty", "admin-addr: must not be empty", "mode:", "margin:", "floor:", "drain-timeout:"}},
+		{"zero workers", func(c *serve.Common) { c.Resilience.Workers = 0 }, []string{"workers:"}},
+		{"negative bulkhead", func(c *serve.Common) { c.Resilience.Bulkhead = -1 }, []string{"bulkhead:"}},
+		{"zero breaker window", func(c *serve.Common) { c.Resilience.BreakerWindow = 0 }, []string{"breaker-window:"}},
+		{"no database connections", func(c *serve.Common) { c.DBMaxConns = 0 }, []string{"db-max-conns:"}},
+		{"every problem is reported", func(c *serve.Common) { *c = serve.Common{Shared: serve.Shared{Margin: -1, Floor: -1}} },
+			[]string{"addr: must not be empty", "admin-addr: must not be empty", "mode:", "margin:", "floor:", "drain-timeout:", "workers:", "db-max-conns:"}},
+
+		// The admin API changes the service: beyond loopback it needs a
+		// token, or the operator's explicit opt-in.
+		{"admin on localhost", func(c *serve.Common) { c.AdminAddr = "localhost:9082" }, nil},
+		{"admin on IPv6 loopback", func(c *serve.Common) { c.AdminAddr = "[::1]:9082" }, nil},
+		{"admin on every interface", func(c *serve.Common) { c.AdminAddr = ":9082" }, []string{"admin-addr:", "--admin-token", "--admin-insecure"}},
+		{"admin on 0.0.0.0", func(c *serve.Common) { c.AdminAddr = "0.0.0.0:9082" }, []string{"admin-addr:"}},
+		{"admin on a LAN address", func(c *serve.Common) { c.AdminAddr = "192.168.1.20:9082" }, []string{"admin-addr:"}},
+		{"admin on a host name", func(c *serve.Common) { c.AdminAddr = "catalog:9082" }, []string{"admin-addr:"}},
+		{"admin on every interface with a token", func(c *serve.Common) { c.AdminAddr, c.AdminToken = ":9082", "s3cret" }, nil},
+		{"admin on every interface, insecure on purpose", func(c *serve.Common) { c.AdminAddr, c.AdminInsecure = ":9082", true }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,14 +86,16 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestRegisterFlags(t *testing.T) {
-	c := serve.Defaults(":8082", ":9082")
+	c := serve.Defaults(":8082", "127.0.0.1:9082")
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c.RegisterFlags(fs)
 	err := fs.Parse([]string{
 		"--addr=:1", "--admin-addr=:2", "--mode=naive", "--margin=5ms", "--floor=50ms",
 		"--drain-timeout=3s", "--fault=ReserveStock:latency=280ms", "--fault=CreateCharge:hang",
-		"--mechanisms=breakers=on", "--admin-token=s3cret",
+		"--mechanisms=breakers=on", "--admin-token=s3cret", "--admin-insecure",
+		"--workers=7", "--bulkhead=9", "--max-wait=50ms", "--breaker-window=10", "--breaker-ratio=0.25", "--breaker-open=5s",
+		"--db-max-conns=4",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -88,8 +105,13 @@ func TestRegisterFlags(t *testing.T) {
 		c.Floor != 50*time.Millisecond || c.DrainTimeout != 3*time.Second || c.Faults.String() != want.String() {
 		t.Errorf("after parsing flags: %+v", c)
 	}
-	if c.AdminToken != "s3cret" || c.Overrides.Breakers == nil || !*c.Overrides.Breakers {
-		t.Errorf("after parsing flags: token %q, overrides %+v", c.AdminToken, c.Overrides)
+	if c.AdminToken != "s3cret" || !c.AdminInsecure || c.Overrides.Breakers == nil || !*c.Overrides.Breakers {
+		t.Errorf("after parsing flags: token %q, insecure %t, overrides %+v", c.AdminToken, c.AdminInsecure, c.Overrides)
+	}
+	wantRes := serve.Resilience{Workers: 7, Bulkhead: 9, MaxWait: 50 * time.Millisecond,
+		BreakerWindow: 10, BreakerRatio: 0.25, BreakerOpen: 5 * time.Second}
+	if c.Resilience != wantRes || c.DBMaxConns != 4 {
+		t.Errorf("after parsing flags: resilience %+v, db-max-conns %d; want %+v and 4", c.Resilience, c.DBMaxConns, wantRes)
 	}
 	// The override applies on top of the naive preset.
 	if got := c.Settings().Mechanisms; !got.Breakers || got.Bulkheads {

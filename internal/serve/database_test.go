@@ -115,7 +115,7 @@ func TestClosersRunWhenStartFails(t *testing.T) {
 }
 
 func TestDatabaseFlags(t *testing.T) {
-	c := serve.Defaults(":1", ":2")
+	c := serve.Defaults(":1", "127.0.0.1:2")
 	if c.DatabaseURL != "" || c.DBMaxConns != serve.DefaultDBMaxConns {
 		t.Errorf("defaults: database %q, %d conns; want none and %d", c.DatabaseURL, c.DBMaxConns, serve.DefaultDBMaxConns)
 	}

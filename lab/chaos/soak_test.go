@@ -109,7 +109,7 @@ func TestSoak(t *testing.T) {
 func TestSoakPostgres(t *testing.T) {
 	db := pgtest.NewDatabase(t)
 	cfg := shop.EphemeralConfig()
-	cfg.SetDatabase(db.URL, serve.DefaultDBMaxConns)
+	cfg.Shared.DatabaseURL, cfg.Shared.DBMaxConns = db.URL, serve.DefaultDBMaxConns
 	// The orders live in the database: the heap keeps only caches and
 	// the idempotency keys' answers in flight. 2 KiB an order is room
 	// for those and well below what a per-request leak adds in a long
@@ -126,7 +126,7 @@ func soak(t *testing.T, cfg shop.Config, db *pgtest.Database, perOrder int64) {
 
 	res := serve.DefaultResilience()
 	res.BreakerOpen = time.Second
-	cfg.SetResilience(res)
+	cfg.Shared.Resilience = res
 	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

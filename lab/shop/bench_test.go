@@ -30,7 +30,7 @@ func BenchmarkCheckout(b *testing.B) {
 	b.Run("memory", func(b *testing.B) { benchmarkCheckout(b, shop.EphemeralConfig()) })
 	b.Run("postgres", func(b *testing.B) {
 		cfg := shop.EphemeralConfig()
-		cfg.SetDatabase(pgtest.NewDatabase(b).URL, 10)
+		cfg.Shared.DatabaseURL, cfg.Shared.DBMaxConns = pgtest.NewDatabase(b).URL, 10
 		benchmarkCheckout(b, cfg)
 	})
 }
@@ -59,13 +59,13 @@ func BenchmarkCheckoutMechanisms(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cfg.SetMode(m, serve.DefaultMargin, serve.DefaultFloor)
+			cfg.Shared.Mode, cfg.Shared.Margin, cfg.Shared.Floor = m, serve.DefaultMargin, serve.DefaultFloor
 			if tc.mechanisms != "" {
 				var o mode.Overrides
 				if err := o.Set(tc.mechanisms); err != nil {
 					b.Fatal(err)
 				}
-				cfg.SetOverrides(o)
+				cfg.Shared.Overrides = o
 			}
 			benchmarkCheckout(b, cfg)
 		})

@@ -120,7 +120,7 @@ func TestCheckoutIdempotencyKeyConcurrent(t *testing.T) {
 	// about shedding load (bulkheads have tests of their own).
 	res := serve.DefaultResilience()
 	res.Bulkhead, res.MaxWait = n, 5*time.Second
-	cfg.SetResilience(res)
+	cfg.Shared.Resilience = res
 	s := startShop(t, cfg)
 	base := s.GatewayURL()
 	tr := &http.Transport{MaxIdleConnsPerHost: n}
@@ -284,12 +284,12 @@ func runRetryingLoad(t *testing.T, m mode.Mode) loadResult {
 	cfg := shop.EphemeralConfig()
 	// A margin that leaves orders time to store the unknown outcome and
 	// answer 202 within the budget.
-	cfg.SetMode(m, 20*time.Millisecond, serve.DefaultFloor)
+	cfg.Shared.Mode, cfg.Shared.Margin, cfg.Shared.Floor = m, 20*time.Millisecond, serve.DefaultFloor
 	// Breakers close again after a second, not 30: a machine too busy for
 	// catalog's 300 ms cap must not shed the rest of the run.
 	res := serve.DefaultResilience()
 	res.BreakerOpen = time.Second
-	cfg.SetResilience(res)
+	cfg.Shared.Resilience = res
 	cfg.Payments.Faults = slowPSP
 	s := startShop(t, cfg)
 	tr := &http.Transport{MaxIdleConnsPerHost: loadWorkers}
@@ -369,7 +369,7 @@ func TestDuplicateChargesUnderTimeouts(t *testing.T) {
 // checkout replays the 202; nothing is charged twice.
 func TestCheckoutProcessingThenSettled(t *testing.T) {
 	cfg := shop.EphemeralConfig()
-	cfg.SetMode(mode.Budgeted, 50*time.Millisecond, serve.DefaultFloor)
+	cfg.Shared.Mode, cfg.Shared.Margin, cfg.Shared.Floor = mode.Budgeted, 50*time.Millisecond, serve.DefaultFloor
 	cfg.Payments.Faults = faults.Set{"CreateCharge": {Latency: 700 * time.Millisecond}}
 	s := startShop(t, cfg)
 	base := s.GatewayURL()

@@ -9,11 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
+	"net"
 
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
-	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/services/catalog"
 	"github.com/mercado-lab/mercado/services/gateway"
@@ -22,9 +21,16 @@ import (
 	"github.com/mercado-lab/mercado/services/shipping"
 )
 
-// Config is every service's configuration. The dependency addresses of
-// gateway and orders are filled in by Start from where the others bound.
+// Config is the shop's configuration: the settings every service shares,
+// once, and each service's own (its listeners, faults and caps).
 type Config struct {
+	// Shared is given to every service whose own Shared is left zero, as
+	// DefaultConfig leaves it (see Start). A lab that wants one service
+	// to differ gives that service a copy of its own on purpose.
+	Shared serve.Shared
+
+	// The dependency addresses of gateway and orders are filled in by
+	// Start from where the others bound.
 	Gateway  gateway.Config
 	Orders   orders.Config
 	Catalog  catalog.Config
@@ -33,35 +39,54 @@ type Config struct {
 }
 
 // DefaultConfig puts every service on host at its port from the table in
-// docs/deploy.md ("127.0.0.1" for the embedded default).
+// docs/deploy.md ("127.0.0.1" for the embedded default), with the default
+// shared settings.
 func DefaultConfig(host string) Config {
 	c := Config{
+		Shared:  serve.DefaultShared(),
 		Gateway: gateway.DefaultConfig(), Orders: orders.DefaultConfig(),
 		Catalog: catalog.DefaultConfig(), Payments: payments.DefaultConfig(), Shipping: shipping.DefaultConfig(),
 	}
 	for _, com := range c.commons() {
-		com.Addr, com.AdminAddr = host+com.Addr, host+com.AdminAddr
+		com.Shared = serve.Shared{} // Start gives them c.Shared
+		com.Addr, com.AdminAddr = onHost(host, com.Addr), onHost(host, com.AdminAddr)
 	}
 	return c
+}
+
+// onHost is the listen address addr with its host replaced by host.
+func onHost(host, addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr // Validate reports it
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // EphemeralConfig puts every service on a free loopback port, for tests
 // and labs that must not collide with anything already running.
 func EphemeralConfig() Config {
 	c := DefaultConfig("127.0.0.1")
-	for _, com := range c.commons() {
-		com.Addr, com.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
-	}
+	c.UseEphemeralPorts()
 	return c
 }
 
+// UseEphemeralPorts moves every service to a free loopback port, chosen
+// by the kernel when it starts.
+func (c *Config) UseEphemeralPorts() {
+	for _, com := range c.commons() {
+		com.Addr, com.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+	}
+}
+
 // Defaults are each service's configuration, by name, as its code
-// defaults it: what the deployment files must agree with.
+// defaults it when served alone: what the deployment files must agree
+// with.
 func Defaults() map[string]serve.Common {
-	c := DefaultConfig("")
 	return map[string]serve.Common{
-		faults.ServiceGateway: c.Gateway.Common, faults.ServiceOrders: c.Orders.Common,
-		faults.ServiceCatalog: c.Catalog, faults.ServicePayments: c.Payments, faults.ServiceShipping: c.Shipping,
+		faults.ServiceGateway: gateway.DefaultConfig().Common, faults.ServiceOrders: orders.DefaultConfig().Common,
+		faults.ServiceCatalog: catalog.DefaultConfig(), faults.ServicePayments: payments.DefaultConfig(),
+		faults.ServiceShipping: shipping.DefaultConfig(),
 	}
 }
 
@@ -69,42 +94,38 @@ func (c *Config) commons() []*serve.Common {
 	return []*serve.Common{&c.Gateway.Common, &c.Orders.Common, &c.Catalog, &c.Payments, &c.Shipping}
 }
 
-// SetMode puts every service in mode m with the given margin and floor.
-func (c *Config) SetMode(m mode.Mode, margin, floor time.Duration) {
+// Resolved is c as Start runs it: the one place where the shared
+// settings reach the services. A service whose Shared is zero gets
+// c.Shared; one given settings of its own keeps them.
+func (c Config) Resolved() Config {
 	for _, com := range c.commons() {
-		com.Mode, com.Margin, com.Floor = m, margin, floor
+		if com.Shared == (serve.Shared{}) {
+			com.Shared = c.Shared
+		}
 	}
+	return c
 }
 
-// SetOverrides switches single mechanisms in every service.
-func (c *Config) SetOverrides(o mode.Overrides) {
-	for _, com := range c.commons() {
-		com.Overrides = o
+// Validate reports every problem with c: the shared settings once, then
+// each service's own, named by service.
+func (c Config) Validate() error {
+	if err := c.Shared.Validate(); err != nil {
+		return err
 	}
-}
-
-// SetResilience sizes every service's pools and breakers.
-func (c *Config) SetResilience(r serve.Resilience) {
-	for _, com := range c.commons() {
-		com.Resilience = r
+	c = c.Resolved()
+	var errs []error
+	for _, v := range []struct {
+		name string
+		err  error
+	}{
+		{faults.ServiceGateway, c.Gateway.Validate()}, {faults.ServiceOrders, c.Orders.Validate()},
+		{faults.ServiceCatalog, c.Catalog.Validate()}, {faults.ServicePayments, c.Payments.Validate()}, {faults.ServiceShipping, c.Shipping.Validate()},
+	} {
+		if v.err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", v.name, v.err))
+		}
 	}
-}
-
-// SetDrainTimeout sets every service's drain timeout.
-func (c *Config) SetDrainTimeout(d time.Duration) {
-	for _, com := range c.commons() {
-		com.DrainTimeout = d
-	}
-}
-
-// SetDatabase keeps every service's state in the PostgreSQL database at
-// url (one schema per service), each service with a pool of at most
-// maxConns connections; an empty url keeps it in memory. The gateway keeps
-// no state and opens no pool.
-func (c *Config) SetDatabase(url string, maxConns int) {
-	for _, com := range c.commons() {
-		com.DatabaseURL, com.DBMaxConns = url, maxConns
-	}
+	return errors.Join(errs...)
 }
 
 // Faults returns each service's fault set by name, for flags to fill.
@@ -177,11 +198,17 @@ type stage struct {
 	cancel context.CancelFunc
 }
 
-// Start starts the leaves first (catalog, payments, shipping), then orders
-// pointed at them, then the gateway, and serves until ctx ends; then it
-// stops them in the reverse order (see stopInStages). If a service fails
-// to start, those already started are stopped.
+// Start checks cfg (Validate) and gives every service the shared
+// settings (Resolved); then it starts the leaves first (catalog,
+// payments, shipping), then orders pointed at them, then the gateway, and
+// serves until ctx ends; then it stops them in the reverse order (see
+// stopInStages). If a service fails to start, those already started are
+// stopped.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Shop, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.Resolved()
 	ctx, cancel := context.WithCancel(ctx)
 	s := Shop{ctx: ctx, cancel: cancel, stopped: make(chan struct{})}
 	var started []stage

@@ -37,7 +37,7 @@ func startPGShop(t *testing.T, cfg shop.Config) *pgShop {
 // earlier with Stop.
 func startShopOn(t *testing.T, cfg shop.Config, db pgtest.Database) *pgShop {
 	t.Helper()
-	cfg.SetDatabase(db.URL, 4)
+	cfg.Shared.DatabaseURL, cfg.Shared.DBMaxConns = db.URL, 4
 	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("start: %v", err)
@@ -176,7 +176,7 @@ func TestShopSurvivesDatabaseOutage(t *testing.T) {
 	// second rather than the lesson's 30 s, so the test need not wait.
 	res := serve.DefaultResilience()
 	res.BreakerOpen = time.Second
-	cfg.SetResilience(res)
+	cfg.Shared.Resilience = res
 	s := startPGShop(t, cfg)
 
 	var confirmed []string

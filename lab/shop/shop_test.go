@@ -61,7 +61,7 @@ func TestCheckoutEndToEnd(t *testing.T) {
 	for _, m := range []mode.Mode{mode.Naive, mode.Budgeted} {
 		t.Run(string(m), func(t *testing.T) {
 			cfg := shop.EphemeralConfig()
-			cfg.SetMode(m, serve.DefaultMargin, serve.DefaultFloor)
+			cfg.Shared.Mode, cfg.Shared.Margin, cfg.Shared.Floor = m, serve.DefaultMargin, serve.DefaultFloor
 			s := startShop(t, cfg)
 
 			resp, body, _ := checkout(t, s.GatewayURL(), "")
@@ -155,10 +155,10 @@ func TestDeadlineHonouredOnlyWhenBudgeted(t *testing.T) {
 		cfg := shop.EphemeralConfig()
 		// A margin that leaves orders time to record the order after
 		// shipping's clipped call, even on a busy machine.
-		cfg.SetMode(m, 20*time.Millisecond, serve.DefaultFloor)
-		cfg.SetDrainTimeout(50 * time.Millisecond)
+		cfg.Shared.Mode, cfg.Shared.Margin, cfg.Shared.Floor = m, 20*time.Millisecond, serve.DefaultFloor
+		cfg.Shared.DrainTimeout = 50 * time.Millisecond
 		off := mode.RetriesOff
-		cfg.SetOverrides(mode.Overrides{Retries: &off}) // the deadline alone
+		cfg.Shared.Overrides = mode.Overrides{Retries: &off} // the deadline alone
 		cfg.Orders.ShippingCap = time.Second
 		cfg.Payments.Faults = faults.Set{"CreateCharge": {Latency: 400 * time.Millisecond}}
 		cfg.Shipping.Faults = faults.Set{"CreateShipment": {Hang: 5 * time.Second}}

@@ -26,7 +26,7 @@ func traceCheckout(t *testing.T, m mode.Mode) []otlptest.Span {
 	rcv := otlptest.Start(t)
 	rcv.Setenv(t)
 	cfg := shop.EphemeralConfig()
-	cfg.SetMode(m, serve.DefaultMargin, serve.DefaultFloor)
+	cfg.Shared.Mode, cfg.Shared.Margin, cfg.Shared.Floor = m, serve.DefaultMargin, serve.DefaultFloor
 	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("start: %v", err)

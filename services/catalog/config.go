@@ -2,10 +2,11 @@ package catalog
 
 import "github.com/mercado-lab/mercado/internal/serve"
 
-// Default listen addresses (docs/deploy.md, "Ports").
+// Default listen addresses (docs/deploy.md, "Ports"); the admin API on
+// loopback, out of other machines' reach unless told otherwise.
 const (
 	DefaultAddr      = ":8082"
-	DefaultAdminAddr = ":9082"
+	DefaultAdminAddr = "127.0.0.1:9082"
 )
 
 // Config is the catalog service's configuration: the settings every service

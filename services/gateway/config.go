@@ -13,13 +13,15 @@ import (
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
-// Defaults: listen addresses from the port table in docs/deploy.md; the edge budget
-// (lesson 7's 1200 ms mobile deadline) and the most a client may ask for
-// (Drill 76's edge budget of 8 s fits under it); no cap of its own on the
-// call to orders, as in lesson 7, and a browse cap on catalog.
+// Defaults: listen addresses from the port table in docs/deploy.md (the
+// public API on every interface, the admin API on loopback, out of other
+// machines' reach unless told otherwise); the edge budget (lesson 7's
+// 1200 ms mobile deadline) and the most a client may ask for (Drill 76's
+// edge budget of 8 s fits under it); no cap of its own on the call to
+// orders, as in lesson 7, and a browse cap on catalog.
 const (
 	DefaultAddr      = ":8080"
-	DefaultAdminAddr = ":9080"
+	DefaultAdminAddr = "127.0.0.1:9080"
 
 	DefaultBudget     = deadline.DefaultBudget
 	DefaultMaxBudget  = deadline.DefaultMaxBudget
@@ -66,16 +68,18 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.OrdersAddr, "orders-addr", c.OrdersAddr, "orders' gRPC address")
 	fs.StringVar(&c.CatalogAddr, "catalog-addr", c.CatalogAddr, "catalog's gRPC address")
 	c.RegisterEdgeFlags(fs)
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest request body accepted")
 	fs.Var(&c.AdminPeers, "admin-peers", "admin URLs a mode switch fans out to, as name=url,...")
 }
 
-// RegisterEdgeFlags binds the budget and the gateway's own caps.
+// RegisterEdgeFlags binds what the gateway alone decides at the edge: the
+// budget, its own caps and the largest body. (`serve all` registers
+// these, and not the addresses, which it sets itself.)
 func (c *Config) RegisterEdgeFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Budget, "budget", c.Budget, "edge budget of a request without "+deadline.HeaderDeadline)
 	fs.DurationVar(&c.MaxBudget, "max-budget", c.MaxBudget, "most a client may ask for with "+deadline.HeaderDeadline)
 	fs.DurationVar(&c.OrdersCap, "orders-cap", c.OrdersCap, "own timeout of each call to orders (0: none)")
 	fs.DurationVar(&c.CatalogCap, "browse-cap", c.CatalogCap, "own timeout of each browse call to catalog (0: none)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest request body accepted")
 }
 
 // Validate reports every problem with c.
@@ -91,6 +95,17 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("budget and max-budget: must be positive"))
 	} else if c.Budget > c.MaxBudget {
 		errs = append(errs, fmt.Errorf("budget: %v is above max-budget %v", c.Budget, c.MaxBudget))
+	}
+	// A request arriving with less than the floor is turned away, and a
+	// call is made only if the budget less the margin is at least the
+	// floor: past these, budgeted mode would fail every request sent
+	// without X-Deadline-Ms.
+	if c.Budget > 0 && c.Floor >= c.Budget {
+		errs = append(errs, fmt.Errorf("floor: %v is not below budget %v: every request without %s would be turned away",
+			c.Floor, c.Budget, deadline.HeaderDeadline))
+	} else if c.Budget > 0 && c.Margin+c.Floor >= c.Budget {
+		errs = append(errs, fmt.Errorf("margin: %v plus floor %v is not below budget %v: no request without %s would get a call made",
+			c.Margin, c.Floor, c.Budget, deadline.HeaderDeadline))
 	}
 	if c.OrdersCap < 0 || c.CatalogCap < 0 {
 		errs = append(errs, errors.New("orders-cap and browse-cap: must not be negative"))

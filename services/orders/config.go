@@ -9,12 +9,13 @@ import (
 	"github.com/mercado-lab/mercado/internal/serve"
 )
 
-// Defaults: listen addresses from the port table in docs/deploy.md, and each
-// dependency's own cap, lesson 7's local timeouts (each one a dependency's
-// p99 with room to spare).
+// Defaults: listen addresses from the port table in docs/deploy.md (the
+// admin API on loopback, out of other machines' reach unless told
+// otherwise), and each dependency's own cap, lesson 7's local timeouts
+// (each one a dependency's p99 with room to spare).
 const (
 	DefaultAddr      = ":8081"
-	DefaultAdminAddr = ":9081"
+	DefaultAdminAddr = "127.0.0.1:9081"
 
 	DefaultCatalogCap  = 300 * time.Millisecond
 	DefaultPaymentsCap = 800 * time.Millisecond

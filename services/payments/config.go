@@ -2,10 +2,11 @@ package payments
 
 import "github.com/mercado-lab/mercado/internal/serve"
 
-// Default listen addresses (docs/deploy.md, "Ports").
+// Default listen addresses (docs/deploy.md, "Ports"); the admin API on
+// loopback, out of other machines' reach unless told otherwise.
 const (
 	DefaultAddr      = ":8083"
-	DefaultAdminAddr = ":9083"
+	DefaultAdminAddr = "127.0.0.1:9083"
 )
 
 // Config is the payments service's configuration: the settings every service
