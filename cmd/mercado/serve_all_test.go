@@ -14,10 +14,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mercado-lab/mercado/internal/faults"
 )
 
 // The five services, as `mercado serve <name>` names them.
-var serviceNames = []string{"gateway", "orders", "catalog", "payments", "shipping"}
+var serviceNames = faults.Services()
 
 // flagCase is one flag of `mercado serve <name>`, run through the named
 // service alone and through `serve all`: both must show the same effect.
