@@ -11,8 +11,10 @@
 // the rest), and other tests, or a reader's own shop, may hold those ports
 // on the same machine. So the runnable blocks run in a network namespace
 // of their own (netns_linux_test.go): there, the documented ports are
-// always free, and the commands run as written, against the binary built
-// once (`go run ./cmd/mercado` becomes `mercado`).
+// always free, and the commands run as written (run_linux_test.go),
+// against the binary built once (`go run ./cmd/mercado` becomes
+// `mercado`). Network namespaces are Linux's: elsewhere only the markers
+// are checked.
 package docs_test
 
 import (

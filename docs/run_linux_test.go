@@ -74,7 +74,7 @@ type runner struct {
 	env     []string
 	servers map[string]string // file and server block name → its first command
 	shop    *process          // the shop the blocks before left running
-	results map[string]result // a script run already, by its text
+	results map[string]result // a script without a shop run already, by its text
 }
 
 type result struct {
@@ -104,7 +104,9 @@ func (r *runner) run(t *testing.T, b runnable, keepShop bool) {
 		if res, err = r.script(t, script, b.timeout); err != nil {
 			t.Fatalf("%v\n%s", err, res.out)
 		}
-		r.results[script] = res
+		if b.shop == "" {
+			r.results[script] = res
+		}
 	}
 	var failed []string
 	if res.exit != b.exit {
