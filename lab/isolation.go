@@ -15,6 +15,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
@@ -208,7 +209,7 @@ func isolationOnce(ctx context.Context, cfg IsolationConfig, m mode.Mode, log *s
 	client := &http.Client{Timeout: 5 * time.Second}
 	var shippingCalls float64
 	for _, p := range s.Processes() {
-		fams, err := driver.Scrape(ctx, client, "http://"+p.AdminAddr+"/metrics")
+		fams, err := driver.Scrape(ctx, admin.Client{URL: "http://" + p.AdminAddr, HTTP: client})
 		if err != nil {
 			return IsolationMode{}, err
 		}
@@ -242,7 +243,7 @@ func (p *peakSampler) run(ctx context.Context, s *shop.Shop) {
 	defer t.Stop()
 	for {
 		for _, proc := range s.Processes() {
-			fams, err := driver.Scrape(ctx, client, "http://"+proc.AdminAddr+"/metrics")
+			fams, err := driver.Scrape(ctx, admin.Client{URL: "http://" + proc.AdminAddr, HTTP: client})
 			if err != nil {
 				continue
 			}

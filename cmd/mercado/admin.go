@@ -1,18 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/url"
 	"strings"
-	"time"
 
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
@@ -95,25 +89,19 @@ func runFault(ctx context.Context, args []string, getenv func(string) string, st
 	if err := spec.Validate(); err != nil {
 		return usageError{fmt.Errorf("fault: %w", err)}
 	}
-	c := adminClient{base: strings.TrimSuffix(*adminURL, "/"), token: *token}
-	path := "/admin/faults"
-	if *method != faults.AllMethods || (changing && !*clear) {
-		path += "/" + url.PathEscape(*method)
-	}
+	c := admin.Client{URL: strings.TrimSuffix(*adminURL, "/"), Token: *token}
 	var view admin.FaultsView
 	var err error
 	switch {
-	case *clear && *method == faults.AllMethods:
-		err = c.do(ctx, http.MethodDelete, "/admin/faults", nil, &view)
 	case *clear:
-		err = c.do(ctx, http.MethodDelete, path, nil, &view)
+		view, err = c.ClearFaults(ctx, *method)
 	case changing:
-		err = c.do(ctx, http.MethodPut, path, spec, &view)
+		view, err = c.SetFault(ctx, *method, spec)
 	default:
-		err = c.do(ctx, http.MethodGet, "/admin/faults", nil, &view)
+		view, err = c.Faults(ctx)
 	}
-	if errors.Is(err, errNoAnswer) {
-		return fmt.Errorf("fault %s: nothing answers at %s: start the shop with `go run ./cmd/mercado serve all`, or this service with `go run ./cmd/mercado serve %s`", service, c.base, service)
+	if errors.Is(err, admin.ErrNoAnswer) {
+		return fmt.Errorf("fault %s: nothing answers at %s: start the shop with `go run ./cmd/mercado serve all`, or this service with `go run ./cmd/mercado serve %s`", service, c.URL, service)
 	}
 	if err != nil {
 		return fmt.Errorf("fault %s: %w", service, err)
@@ -158,20 +146,17 @@ func runMode(ctx context.Context, args []string, getenv func(string) string, std
 	if target != "" && err != nil {
 		return usageError{fmt.Errorf("mode: %w", err)}
 	}
-	c := adminClient{base: strings.TrimSuffix(*adminURL, "/"), token: *token}
+	c := admin.Client{URL: strings.TrimSuffix(*adminURL, "/"), Token: *token}
 	if target == "" {
-		var v admin.ModeView
-		if err := c.do(ctx, http.MethodGet, "/admin/mode", nil, &v); err != nil {
+		v, err := c.Mode(ctx)
+		if err != nil {
 			return modeError(c, err)
 		}
 		printMode(stdout, v)
 		return nil
 	}
-	var res struct {
-		Services []admin.PeerResult `json:"services"`
-	}
-	err = c.do(ctx, http.MethodPut, "/admin/mode", admin.ModeChange{Mode: m, Mechanisms: overrides}, &res)
-	for _, r := range res.Services {
+	results, err := c.Switch(ctx, admin.ModeChange{Mode: m, Mechanisms: overrides})
+	for _, r := range results {
 		if r.OK && r.Settings != nil {
 			printMode(stdout, *r.Settings)
 		} else {
@@ -186,9 +171,9 @@ func runMode(ctx context.Context, args []string, getenv func(string) string, std
 
 // modeError is a failed call to the gateway's admin API; when nothing
 // answers, it says how to start a shop.
-func modeError(c adminClient, err error) error {
-	if errors.Is(err, errNoAnswer) {
-		return fmt.Errorf("mode: no shop answers at %s: start one with `go run ./cmd/mercado serve all`", c.base)
+func modeError(c admin.Client, err error) error {
+	if errors.Is(err, admin.ErrNoAnswer) {
+		return fmt.Errorf("mode: no shop answers at %s: start one with `go run ./cmd/mercado serve all`", c.URL)
 	}
 	return fmt.Errorf("mode: %w", err)
 }
@@ -197,60 +182,4 @@ func printMode(w io.Writer, v admin.ModeView) {
 	m := v.Mechanisms
 	fmt.Fprintf(w, "%-9s %-9s edge_deadline=%t clip_to_budget=%t admission=%t honour_cancel=%t bulkheads=%t breakers=%t retries=%s idempotency=%t outbox=%t\n",
 		v.Service, v.Mode, m.EdgeDeadline, m.ClipToBudget, m.Admission, m.HonourCancel, m.Bulkheads, m.Breakers, m.Retries, m.Idempotency, m.Outbox)
-}
-
-// errNoAnswer is an admin call that found no process listening.
-var errNoAnswer = errors.New("nothing answers")
-
-// adminClient calls a service's admin API.
-type adminClient struct {
-	base, token string
-}
-
-func (c adminClient) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if opErr := (*net.OpError)(nil); errors.As(err, &opErr) && opErr.Op == "dial" {
-		return fmt.Errorf("%w: %w", errNoAnswer, err)
-	}
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		var p struct {
-			Detail string `json:"detail"`
-		}
-		if json.Unmarshal(b, &p) == nil && p.Detail != "" {
-			// A fanned-out switch reports per service even when one failed.
-			_ = json.Unmarshal(b, out)
-			return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, p.Detail)
-		}
-		_ = json.Unmarshal(b, out)
-		return fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
-	}
-	return json.Unmarshal(b, out)
 }

@@ -1,13 +1,10 @@
 package admin
 
 import (
-	"bytes"
-	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -41,7 +38,8 @@ type Options struct {
 	Token string
 	// Peers are the services a mode switch fans out to (the gateway's).
 	Peers []Peer
-	// Client calls the peers; nil means a client with a 5 s timeout.
+	// Client makes the calls to the peers; nil means a client with a 5 s
+	// timeout.
 	Client *http.Client
 	Log    *slog.Logger
 	// Routes are extra read routes of one service, by ServeMux pattern.
@@ -109,8 +107,8 @@ func (a *api) guard(next http.HandlerFunc) http.HandlerFunc {
 		if a.Token != "" {
 			// ConstantTimeCompare: how long the check takes says nothing
 			// about how much of a guess was right.
-			scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
+			got := bearerToken(r)
+			if subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mercado-admin"`)
 				problem.Write(w, r, http.StatusUnauthorized, "changes need the admin token: Authorization: Bearer <token>")
 				return
@@ -118,6 +116,16 @@ func (a *api) guard(next http.HandlerFunc) http.HandlerFunc {
 		}
 		next(w, r)
 	}
+}
+
+// bearerToken is the token of r's bearer authorization (the scheme in any
+// case), empty when it has none.
+func bearerToken(r *http.Request) string {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return token
 }
 
 // ModeView is the settings in force as the admin API shows them.
@@ -180,51 +188,25 @@ func (a *api) putMode(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, local)
 		return
 	}
-	// The gateway switches the whole shop: every peer, each result reported.
+	// The gateway switches the whole shop: every peer, each result
+	// reported. The caller's token, which let the switch through here, is
+	// what lets it through on every peer.
 	results := []PeerResult{{Service: a.Service, OK: true, Settings: &local}}
-	body, _ := json.Marshal(ch)
+	token := bearerToken(r)
 	status := http.StatusOK
 	for _, p := range a.Peers {
-		res := a.switchPeer(r.Context(), p, body, r.Header.Get("Authorization"))
-		if !res.OK {
-			status = http.StatusBadGateway
+		res := PeerResult{Service: p.Name}
+		c := Client{URL: p.URL, Token: token, HTTP: a.Client}
+		if v, err := c.SwitchSelf(r.Context(), ch); err != nil {
+			res.Error, status = err.Error(), http.StatusBadGateway
+		} else {
+			res.OK, res.Settings = true, &v
 		}
 		results = append(results, res)
 	}
 	writeJSON(w, status, struct {
 		Services []PeerResult `json:"services"`
 	}{results})
-}
-
-func (a *api) switchPeer(ctx context.Context, p Peer, body []byte, auth string) PeerResult {
-	res := PeerResult{Service: p.Name}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, strings.TrimSuffix(p.URL, "/")+"/admin/mode?scope=self", bytes.NewReader(body))
-	if err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := a.Client.Do(req)
-	if err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if resp.StatusCode != http.StatusOK {
-		res.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
-		return res
-	}
-	var v ModeView
-	if err := json.Unmarshal(b, &v); err != nil {
-		res.Error = "unreadable answer: " + err.Error()
-		return res
-	}
-	res.OK, res.Settings = true, &v
-	return res
 }
 
 // getPeers lists the services a mode switch here fans out to, so a load

@@ -13,4 +13,7 @@
 //	DELETE /admin/faults          clear them all
 //	DELETE /admin/faults/{method} clear one method's
 //	GET  /metrics                 Prometheus text exposition
+//
+// Client is the one client of this API: mercado mode and mercado fault,
+// the labs' shop driver, and the gateway's fan-out all call through it.
 package admin

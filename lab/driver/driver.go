@@ -1,17 +1,15 @@
 package driver
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/telemetry"
@@ -24,8 +22,8 @@ import (
 type Shop struct {
 	gateway string
 	// admin maps service names (gateway, orders, catalog, payments,
-	// shipping) to admin base URLs.
-	admin  map[string]string
+	// shipping) to clients of their admin APIs.
+	admin  map[string]admin.Client
 	token  string
 	client *http.Client
 }
@@ -35,27 +33,30 @@ var _ loadtest.Shop = (*Shop)(nil)
 // New drives the shop whose gateway serves at gateway and whose services'
 // admin APIs are at admin, by service name. token is the admin bearer
 // token, empty when the shop requires none.
-func New(gateway string, admin map[string]string, token string) *Shop {
-	a := make(map[string]string, len(admin))
-	for name, url := range admin {
-		a[name] = strings.TrimSuffix(url, "/")
+func New(gateway string, adminURLs map[string]string, token string) *Shop {
+	s := &Shop{gateway: strings.TrimSuffix(gateway, "/"), admin: map[string]admin.Client{}, token: token,
+		client: &http.Client{Timeout: admin.DefaultTimeout}}
+	for name, url := range adminURLs {
+		s.add(name, url)
 	}
-	return &Shop{gateway: strings.TrimSuffix(gateway, "/"), admin: a, token: token,
-		client: &http.Client{Timeout: 10 * time.Second}}
+	return s
+}
+
+// add drives service name through its admin API at url.
+func (s *Shop) add(name, url string) {
+	s.admin[name] = admin.Client{URL: strings.TrimSuffix(url, "/"), Token: s.token, HTTP: s.client}
 }
 
 // Discover drives a running shop known by its gateway's URLs: the other
 // services' admin URLs are the gateway's peers (GET /admin/peers).
 func Discover(ctx context.Context, gateway, gatewayAdmin, token string) (*Shop, error) {
-	s := New(gateway, map[string]string{"gateway": gatewayAdmin}, token)
-	var peers struct {
-		Peers []struct{ Name, URL string } `json:"peers"`
-	}
-	if err := s.get(ctx, "gateway", "/admin/peers", &peers); err != nil {
+	s := New(gateway, map[string]string{faults.ServiceGateway: gatewayAdmin}, token)
+	peers, err := s.admin[faults.ServiceGateway].Peers(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("reaching the gateway's admin API: %w", err)
 	}
-	for _, p := range peers.Peers {
-		s.admin[p.Name] = strings.TrimSuffix(p.URL, "/")
+	for _, p := range peers {
+		s.add(p.Name, p.URL)
 	}
 	return s, nil
 }
@@ -77,7 +78,7 @@ func (s *Shop) Services() []string {
 // the gateway's admin API (which passes the switch on to every peer, and
 // resets breakers, pools and retry budgets).
 func (s *Shop) Switch(ctx context.Context, m mode.Mode, o mode.Overrides) error {
-	if err := s.send(ctx, "gateway", http.MethodPut, "/admin/mode", map[string]any{"mode": m, "mechanisms": o}); err != nil {
+	if _, err := s.admin[faults.ServiceGateway].Switch(ctx, admin.ModeChange{Mode: m, Mechanisms: o}); err != nil {
 		return fmt.Errorf("switching to %s: %w", m, err)
 	}
 	return nil
@@ -104,8 +105,8 @@ func (s *Shop) SetFaults(ctx context.Context, specs map[string]string) error {
 		if set == nil {
 			set = faults.Set{}
 		}
-		if err := s.send(ctx, svc, http.MethodPut, "/admin/faults", set); err != nil {
-			errs = append(errs, err)
+		if _, err := s.admin[svc].SetFaults(ctx, set); err != nil {
+			errs = append(errs, fmt.Errorf("faults for %s: %w", svc, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -178,10 +179,10 @@ func (s *Shop) Gauges(ctx context.Context) (loadtest.Gauges, error) {
 // Scrape reads every service's /metrics, by service name.
 func (s *Shop) Scrape(ctx context.Context) (map[string]Families, error) {
 	out := map[string]Families{}
-	for svc, base := range s.admin {
-		f, err := Scrape(ctx, s.client, base+"/metrics")
+	for svc, c := range s.admin {
+		f, err := Scrape(ctx, c)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("scraping %s: %w", svc, err)
 		}
 		out[svc] = f
 	}
@@ -201,66 +202,10 @@ type Charges struct {
 // Charges reads payments' count of the charges it holds.
 func (s *Shop) Charges(ctx context.Context) (Charges, error) {
 	var c Charges
-	err := s.get(ctx, "payments", "/admin/charges", &c)
-	return c, err
-}
-
-// get reads one service's admin resource as JSON into out.
-func (s *Shop) get(ctx context.Context, service, path string, out any) error {
-	resp, err := s.do(ctx, service, http.MethodGet, path, nil)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("reading %s%s: %w", service, path, err)
-	}
-	return nil
-}
-
-// send writes body as JSON to one service's admin API.
-func (s *Shop) send(ctx context.Context, service, method, path string, body any) error {
-	resp, err := s.do(ctx, service, method, path, body)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	return nil
-}
-
-// do calls one service's admin API; an answer other than 2xx is an error
-// that quotes the answer.
-func (s *Shop) do(ctx context.Context, service, method, path string, body any) (*http.Response, error) {
-	base, ok := s.admin[service]
+	p, ok := s.admin[faults.ServicePayments]
 	if !ok {
-		return nil, fmt.Errorf("no admin URL for %s", service)
+		return c, errors.New("no admin URL for payments")
 	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		return nil, fmt.Errorf("%s %s%s: HTTP %d: %s", method, service, path, resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	return resp, nil
+	err := p.Read(ctx, "/admin/charges", &c)
+	return c, err
 }

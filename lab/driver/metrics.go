@@ -2,38 +2,19 @@ package driver
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/mercado-lab/mercado/internal/admin"
 )
 
 // Families are one scrape of a /metrics endpoint, by family name.
 type Families map[string]*dto.MetricFamily
 
-// Scrape reads and parses the Prometheus text exposition at url.
-func Scrape(ctx context.Context, client *http.Client, url string) (Families, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scraping %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scraping %s: HTTP %d", url, resp.StatusCode)
-	}
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", url, err)
-	}
-	return fams, nil
+// Scrape reads and parses the /metrics of the service c calls.
+func Scrape(ctx context.Context, c admin.Client) (Families, error) {
+	fams, err := c.Metrics(ctx)
+	return Families(fams), err
 }
 
 // Sum adds up a counter or gauge family's series whose labels include

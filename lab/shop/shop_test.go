@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
@@ -108,7 +109,7 @@ func TestCheckoutEndToEnd(t *testing.T) {
 			// Every service's /metrics parses as Prometheus text and shows
 			// the traffic it saw.
 			for _, p := range s.Processes() {
-				fams, err := driver.Scrape(context.Background(), http.DefaultClient, "http://"+p.AdminAddr+"/metrics")
+				fams, err := driver.Scrape(context.Background(), admin.Client{URL: "http://" + p.AdminAddr, HTTP: http.DefaultClient})
 				if err != nil {
 					t.Fatalf("%s: %v", p.Name, err)
 				}
