@@ -7,16 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
-	"github.com/mercado-lab/mercado/internal/timing"
 	"github.com/mercado-lab/mercado/lab/shop"
-	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // Lesson7Config is lesson 7's scenario: a client deadline, each hop's own
@@ -94,6 +90,11 @@ type ModeResult struct {
 	Verdict    string      `json:"verdict"`
 	HTTPStatus int         `json:"http_status"`
 	Hops       []HopResult `json:"hops"`
+	// MeasuredAgain says why each earlier try was measured again: a
+	// stall of this process decided it (see stalls.go). Disturbed says
+	// the same of this try, when every try was.
+	MeasuredAgain []string `json:"measured_again,omitempty"`
+	Disturbed     string   `json:"disturbed,omitempty"`
 }
 
 // Lesson7Result is the lab's two runs.
@@ -116,7 +117,7 @@ func Lesson7(ctx context.Context, cfg Lesson7Config, log *slog.Logger) (Lesson7R
 		m   mode.Mode
 		out *ModeResult
 	}{{mode.Naive, &res.Naive}, {mode.Budgeted, &res.Budgeted}} {
-		r, err := lesson7Once(ctx, cfg, run.m, log)
+		r, err := lesson7Mode(ctx, cfg, run.m, log)
 		if err != nil {
 			return Lesson7Result{}, fmt.Errorf("%s run: %w", run.m, err)
 		}
@@ -125,7 +126,26 @@ func Lesson7(ctx context.Context, cfg Lesson7Config, log *slog.Logger) (Lesson7R
 	return res, nil
 }
 
-func lesson7Once(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.Logger) (ModeResult, error) {
+// lesson7Mode measures one mode's checkout, again when a stall of this
+// process decided a try (up to maxTries).
+func lesson7Mode(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.Logger) (ModeResult, error) {
+	var again []string
+	for try := 1; ; try++ {
+		r, stalled, err := lesson7Once(ctx, cfg, m, log)
+		if err != nil {
+			return ModeResult{}, err
+		}
+		if stalled == "" || try == maxTries {
+			r.MeasuredAgain, r.Disturbed = again, stalled
+			return r, nil
+		}
+		again = append(again, stalled)
+	}
+}
+
+// lesson7Once measures one checkout on a fresh shop in mode m. It says
+// why, when a stall of this process rather than the budget decided it.
+func lesson7Once(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.Logger) (ModeResult, string, error) {
 	sc := shop.EphemeralConfig()
 	sc.Shared.Mode, sc.Shared.Margin, sc.Shared.Floor = m, cfg.Margin, cfg.Floor
 	// Lesson 7 is about timeouts alone: one attempt per hop in both modes.
@@ -135,24 +155,28 @@ func lesson7Once(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.
 	// abandoned; don't wait for it when the lab is done.
 	sc.Shared.DrainTimeout = 100 * time.Millisecond
 	sc.Orders.CatalogCap, sc.Orders.PaymentsCap, sc.Orders.ShippingCap = cfg.CatalogCap, cfg.PaymentsCap, cfg.ShippingCap
-	sc.Catalog.Faults = faults.Set{"ReserveStock": {Latency: cfg.CatalogLatency}}
-	sc.Payments.Faults = faults.Set{"CreateCharge": {Latency: cfg.PaymentsLatency}}
-	sc.Shipping.Faults = faults.Set{"CreateShipment": {Latency: cfg.ShippingLatency}}
 	s, err := shop.Start(ctx, sc, log)
 	if err != nil {
-		return ModeResult{}, err
+		return ModeResult{}, "", err
 	}
 	defer s.Stop()
 
 	client := &http.Client{Timeout: cfg.Deadline + time.Minute}
-	if err := warmUp(ctx, client, s.GatewayURL()); err != nil {
-		return ModeResult{}, err
+	if _, err := arrange(ctx, client, s, "lesson7-warm-up-"+string(m), map[string]faults.Set{
+		"catalog":  {faults.CatalogReserveStock: {Latency: cfg.CatalogLatency}},
+		"payments": {faults.PaymentsCreateCharge: {Latency: cfg.PaymentsLatency}},
+		"shipping": {faults.ShippingCreateShipment: {Latency: cfg.ShippingLatency}},
+	}); err != nil {
+		return ModeResult{}, "", err
 	}
 
+	watch := watchStalls()
+	start := time.Now()
 	c, err := measureCheckout(ctx, client, s.GatewayURL(), "lesson7-"+string(m), cfg.Deadline,
 		`{"customer":"lesson7","items":[{"sku":"tea-sencha","qty":1}],"address":"7 Budget Lane"}`)
+	stalls := watch.stop()
 	if err != nil {
-		return ModeResult{}, err
+		return ModeResult{}, "", err
 	}
 	total, hops := c.took, c.hops
 	out := ModeResult{
@@ -174,79 +198,43 @@ func lesson7Once(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.
 		if got, ok := findHop(hops, name); ok {
 			h.Note = ""
 			elapsed += got.Took
-			h.TimeoutMS = got.Timeout.Round(time.Millisecond).Milliseconds()
-			h.TookMS = got.Took.Round(time.Millisecond).Milliseconds()
 			h.Outcome = lessonOutcome(got.Outcome)
 			if h.Outcome == "skipped" {
+				// Not called: no timeout was applied, whatever the
+				// decision would have given it.
 				h.Note = SkipInsufficientBudget
+			} else {
+				h.TimeoutMS = got.Timeout.Round(time.Millisecond).Milliseconds()
+				h.TookMS = got.Took.Round(time.Millisecond).Milliseconds()
+				h.ClippedByBudget = m == mode.Budgeted && got.Timeout > 0 && got.Timeout < capOf(cfg, name)
 			}
-			h.ClippedByBudget = m == mode.Budgeted && got.Timeout > 0 && got.Timeout < capOf(cfg, name)
 		}
 		h.ElapsedMS = elapsed.Round(time.Millisecond).Milliseconds()
 		out.Hops = append(out.Hops, h)
 	}
-	return out, nil
-}
 
-// checkout is one measured checkout: its status, body, duration as the
-// client saw it, and the hops the shop reported in Server-Timing.
-type checkout struct {
-	status int
-	body   []byte
-	took   time.Duration
-	hops   []timing.Hop
-}
-
-// measureCheckout posts body as a checkout with an idempotency key and the
-// client's deadline, and measures it.
-func measureCheckout(ctx context.Context, client *http.Client, base, key string, deadlineAfter time.Duration, body string) (checkout, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/checkout", strings.NewReader(body))
-	if err != nil {
-		return checkout{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set(deadline.HeaderDeadline, strconv.FormatInt(deadlineAfter.Milliseconds(), 10))
-	start := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		return checkout{}, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return checkout{}, err
-	}
-	c := checkout{status: resp.StatusCode, body: b, took: time.Since(start)}
-	c.hops, err = timing.Parse(resp.Header.Get("Server-Timing"))
-	return c, err
-}
-
-// warmUp opens the gateway's connections and the shop's gRPC channels so
-// the measured checkout pays for no handshake.
-func warmUp(ctx context.Context, client *http.Client, base string) error {
-	for _, path := range []string{"/api/products", "/api/orders/warm-up"} {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return fmt.Errorf("warming up: %w", err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-	return nil
-}
-
-func findHop(hops []timing.Hop, name string) (timing.Hop, bool) {
-	for _, h := range hops {
-		if h.Name == name {
-			return h, true
+	for _, h := range out.Hops {
+		if why := hopStalled(h.Name, workOf(cfg, h.Name), time.Duration(h.TimeoutMS)*time.Millisecond, h.Outcome); why != "" {
+			return out, why, nil
 		}
 	}
-	return timing.Hop{}, false
+	// Budgeted answers within the deadline, with orders' report; when it
+	// did not, a stall on the answer's way back may be why.
+	if m == mode.Budgeted {
+		return out, answerStalled(out.Verdict == "OVER" || !reported, stalls, start.Add(cfg.Deadline), cfg.Margin), nil
+	}
+	return out, "", nil
+}
+
+// workOf is how long a hop works in this run.
+func workOf(cfg Lesson7Config, name string) time.Duration {
+	switch name {
+	case "catalog":
+		return cfg.CatalogLatency
+	case "payments":
+		return cfg.PaymentsLatency
+	}
+	return cfg.ShippingLatency
 }
 
 func capOf(cfg Lesson7Config, name string) time.Duration {
@@ -257,20 +245,6 @@ func capOf(cfg Lesson7Config, name string) time.Duration {
 		return cfg.PaymentsCap
 	}
 	return cfg.ShippingCap
-}
-
-// lessonOutcome folds pkg/deadline's outcomes into the lesson's four: a
-// call cut by its cap and one cut by the budget both timed out.
-func lessonOutcome(o string) string {
-	switch deadline.Outcome(o) {
-	case deadline.OutcomeOK:
-		return "ok"
-	case deadline.OutcomeTimeout, deadline.OutcomeBudget:
-		return "timeout"
-	case deadline.OutcomeSkipped:
-		return "skipped"
-	}
-	return "error"
 }
 
 // WriteJSON writes r as indented JSON.
@@ -313,7 +287,13 @@ func writeMode(w io.Writer, title, timeoutLabel string, m ModeResult) {
 	}
 	verdict := "WITHIN"
 	if m.Verdict == "OVER" {
-		verdict = "OVER (the client had already given up)"
+		verdict = "OVER (past the client's deadline)"
 	}
 	fmt.Fprintf(w, "  total elapsed = %d ms vs deadline %d ms  -> %s   [HTTP %d]\n", m.TotalMS, m.DeadlineMS, verdict, m.HTTPStatus)
+	for i, why := range m.MeasuredAgain {
+		fmt.Fprintf(w, "  (try %d was measured again: %s)\n", i+1, why)
+	}
+	if m.Disturbed != "" {
+		fmt.Fprintf(w, "  (every try was decided by this machine, not the budget; this one: %s)\n", m.Disturbed)
+	}
 }

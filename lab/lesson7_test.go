@@ -92,8 +92,9 @@ func TestLesson7SkipsBelowTheFloor(t *testing.T) {
 	if got := b.Hops[1].Outcome; got != "ok" {
 		t.Errorf("budgeted payments outcome %q, want ok", got)
 	}
-	if got := b.Hops[2]; got.Outcome != "skipped" || got.Note != SkipInsufficientBudget || got.TookMS != 0 {
-		t.Errorf("budgeted shipping = %+v, want skipped for insufficient budget", got)
+	// Not called, so no timeout was applied: 0, not shipping's cap.
+	if got := b.Hops[2]; got.Outcome != "skipped" || got.Note != SkipInsufficientBudget || got.TookMS != 0 || got.TimeoutMS != 0 {
+		t.Errorf("budgeted shipping = %+v, want skipped for insufficient budget, no timeout", got)
 	}
 	if got := res.Naive.Hops[2].Outcome; got != "timeout" {
 		t.Errorf("naive shipping outcome %q, want timeout (called blind)", got)

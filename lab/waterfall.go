@@ -7,12 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/internal/timing"
+	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/lab/shop"
 )
 
@@ -66,12 +69,16 @@ type WaterfallStep struct {
 	// StartsAtMS is when the step started, after the steps before it.
 	StartsAtMS int64 `json:"starts_at_ms"`
 	CapMS      int64 `json:"cap_ms"`
-	// RemainingMS is what was left of the budget before the step, less
-	// the reserve; TimeoutMS what the step was given.
-	RemainingMS int64  `json:"remaining_ms"`
-	TimeoutMS   int64  `json:"timeout_ms"`
-	TookMS      int64  `json:"took_ms"`
-	Outcome     string `json:"outcome"`
+	// RemainingMS is the budget less what the steps before it took and
+	// less the reserve; TimeoutMS what orders gave the call (0: it was
+	// not made).
+	RemainingMS int64 `json:"remaining_ms"`
+	TimeoutMS   int64 `json:"timeout_ms"`
+	TookMS      int64 `json:"took_ms"`
+	// Outcome is ok, timeout, skipped (too little budget to call), error,
+	// not reached (an earlier step failed) or not reported (orders'
+	// report of its steps never reached the client).
+	Outcome string `json:"outcome"`
 }
 
 // WaterfallResult is the run's measured figures.
@@ -83,94 +90,209 @@ type WaterfallResult struct {
 	Status     string          `json:"status"`
 	OrderID    string          `json:"order_id"`
 	Steps      []WaterfallStep `json:"steps"`
-	// FinalOrderStatus is the order's state once the reconciler settled
-	// it, and SettledAfterMS how long after the answer that was.
+	// ReplayHTTPStatus and ReplayOrderID are the answer to the same
+	// checkout sent again under the same Idempotency-Key, right after the
+	// first answer (when that one named an order).
+	ReplayHTTPStatus int    `json:"replay_http_status,omitempty"`
+	ReplayOrderID    string `json:"replay_order_id,omitempty"`
+	// FinalOrderStatus is the order's state once it left payment_pending.
+	// When the answer left it pending, SettledAfterMS is how long after
+	// the answer it settled, and ChargeLookups how many times orders
+	// asked payments about the charge meanwhile (the reconciler).
 	FinalOrderStatus string `json:"final_order_status"`
-	SettledAfterMS   int64  `json:"settled_after_ms"`
+	SettledAfterMS   int64  `json:"settled_after_ms,omitempty"`
+	ChargeLookups    int    `json:"charge_lookups"`
+	// ChargesTaken and DuplicateCharges are the successful charges
+	// payments took for this checkout, and those beyond one, counted
+	// once the order settled (or when the lab ended).
+	ChargesTaken     int `json:"charges_taken"`
+	DuplicateCharges int `json:"duplicate_charges"`
+	// MeasuredAgain says why each earlier try was measured again: a
+	// stall of this process decided it (see stalls.go). Disturbed says
+	// the same of this try, when every try was.
+	MeasuredAgain []string `json:"measured_again,omitempty"`
+	Disturbed     string   `json:"disturbed,omitempty"`
 }
 
 // Waterfall runs the 800 ms create-order on the budgeted shop and follows
-// the order until it settles.
+// the order until it settles; again on a fresh shop when a stall of this
+// process decided a try (up to maxTries).
 func Waterfall(ctx context.Context, cfg WaterfallConfig, log *slog.Logger) (WaterfallResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return WaterfallResult{}, err
 	}
+	var again []string
+	for try := 1; ; try++ {
+		r, stalled, err := waterfallOnce(ctx, cfg, log)
+		if err != nil {
+			return WaterfallResult{}, err
+		}
+		if stalled == "" || try == maxTries {
+			r.MeasuredAgain, r.Disturbed = again, stalled
+			return r, nil
+		}
+		again = append(again, stalled)
+	}
+}
+
+// waterfallOnce is one try of the waterfall. It says why, when a stall of
+// this process rather than the budget decided it.
+func waterfallOnce(ctx context.Context, cfg WaterfallConfig, log *slog.Logger) (WaterfallResult, string, error) {
 	sc := shop.EphemeralConfig()
 	sc.Shared.Mode, sc.Shared.Margin, sc.Shared.Floor = mode.Budgeted, serve.DefaultMargin, serve.DefaultFloor
 	off := mode.RetriesOff
 	sc.Shared.Overrides = mode.Overrides{Retries: &off} // the waterfall has no retries
-	sc.Gateway.Faults = faults.Set{"Checkout": {Latency: cfg.GatewayWork}}
 	// Orders alone keeps the reserve back: it gets a copy of the shared
 	// settings with a margin of its own.
 	sc.Orders.Shared = sc.Shared
 	sc.Orders.Margin = cfg.Reserve
-	sc.Orders.Faults = faults.Set{"Finish": {Latency: cfg.Cleanup}}
 	sc.Orders.CatalogCap, sc.Orders.PaymentsCap = cfg.CatalogCap, cfg.PaymentsCap
-	sc.Catalog.Faults = faults.Set{"ReserveStock": {Latency: cfg.CatalogLatency}}
-	sc.Payments.Faults = faults.Set{"CreateCharge": {Latency: cfg.PaymentsLatency}}
 	s, err := shop.Start(ctx, sc, log)
 	if err != nil {
-		return WaterfallResult{}, err
+		return WaterfallResult{}, "", err
 	}
 	defer s.Stop()
 
 	client := &http.Client{Timeout: cfg.Budget + time.Minute}
-	if err := warmUp(ctx, client, s.GatewayURL()); err != nil {
-		return WaterfallResult{}, err
-	}
-	c, err := measureCheckout(ctx, client, s.GatewayURL(), "waterfall-1", cfg.Budget,
-		`{"customer":"waterfall","items":[{"sku":"kettle-gooseneck","qty":1}],"address":"800 Budget Street"}`)
+	d, err := arrange(ctx, client, s, "waterfall-warm-up", map[string]faults.Set{
+		"gateway":  {faults.GatewayCheckout: {Latency: cfg.GatewayWork}},
+		"orders":   {faults.OrdersFinish: {Latency: cfg.Cleanup}},
+		"catalog":  {faults.CatalogReserveStock: {Latency: cfg.CatalogLatency}},
+		"payments": {faults.PaymentsCreateCharge: {Latency: cfg.PaymentsLatency}},
+	})
 	if err != nil {
-		return WaterfallResult{}, err
+		return WaterfallResult{}, "", err
+	}
+	chargesBefore, err := d.Charges(ctx)
+	if err != nil {
+		return WaterfallResult{}, "", err
+	}
+	lookupsBefore, err := chargeLookups(ctx, d)
+	if err != nil {
+		return WaterfallResult{}, "", err
+	}
+
+	const key = "waterfall-1"
+	body := `{"customer":"waterfall","items":[{"sku":"kettle-gooseneck","qty":1}],"address":"800 Budget Street"}`
+	watch := watchStalls()
+	start := time.Now()
+	c, err := measureCheckout(ctx, client, d.URL(), key, cfg.Budget, body)
+	stalls := watch.stop()
+	if err != nil {
+		return WaterfallResult{}, "", err
 	}
 	answeredAt := time.Now()
-	var answer struct {
-		Status  string `json:"status"`
-		OrderID string `json:"order_id"`
-	}
-	_ = json.Unmarshal(c.body, &answer)
-	total, hops := c.took, c.hops
+	answer := orderAnswer(c.body)
 	res := WaterfallResult{
-		BudgetMS: cfg.Budget.Milliseconds(), TotalMS: total.Round(time.Millisecond).Milliseconds(),
+		BudgetMS: cfg.Budget.Milliseconds(), TotalMS: c.took.Round(time.Millisecond).Milliseconds(),
 		HTTPStatus: c.status, Status: answer.Status, OrderID: answer.OrderID,
+		Steps: waterfallSteps(cfg, c.hops),
 	}
-	res.Steps = waterfallSteps(cfg, hops)
 
 	if res.OrderID != "" {
-		final, err := awaitSettled(ctx, client, s.GatewayURL()+"/api/orders/"+res.OrderID, 15*time.Second)
+		// The client's retry: the same checkout under the same key.
+		again, err := measureCheckout(ctx, client, d.URL(), key, cfg.Budget, body)
 		if err != nil {
-			return WaterfallResult{}, err
+			return WaterfallResult{}, "", err
+		}
+		res.ReplayHTTPStatus, res.ReplayOrderID = again.status, orderAnswer(again.body).OrderID
+
+		final, err := awaitSettled(ctx, client, d.URL()+"/api/orders/"+res.OrderID, 15*time.Second)
+		if err != nil {
+			return WaterfallResult{}, "", err
 		}
 		res.FinalOrderStatus = final
-		res.SettledAfterMS = time.Since(answeredAt).Milliseconds()
+		if c.status == http.StatusAccepted {
+			res.SettledAfterMS = time.Since(answeredAt).Milliseconds()
+		}
 	}
-	return res, nil
+	lookups, err := chargeLookups(ctx, d)
+	if err != nil {
+		return WaterfallResult{}, "", err
+	}
+	res.ChargeLookups = int(lookups - lookupsBefore)
+	charges, err := d.Charges(ctx)
+	if err != nil {
+		return WaterfallResult{}, "", err
+	}
+	res.ChargesTaken = charges.Succeeded - chargesBefore.Succeeded
+	res.DuplicateCharges = charges.Duplicates - chargesBefore.Duplicates
+
+	for _, st := range res.Steps {
+		work := map[string]time.Duration{"catalog": cfg.CatalogLatency, "payments": cfg.PaymentsLatency}[st.Name]
+		if why := hopStalled(st.Name, work, time.Duration(st.TimeoutMS)*time.Millisecond, st.Outcome); st.CapMS > 0 && why != "" {
+			return res, why, nil
+		}
+	}
+	// The answer is due within the budget with orders' report; what is
+	// left for it is the reserve less orders' final write.
+	late := res.TotalMS > res.BudgetMS || res.Steps[1].Outcome == "not reported"
+	return res, answerStalled(late, stalls, start.Add(cfg.Budget), cfg.Reserve-cfg.Cleanup), nil
 }
 
-// waterfallSteps lays the measured hops out as the seed's table.
+// orderAnswer reads the status and order of a checkout's answer.
+func orderAnswer(body []byte) (a struct {
+	Status  string `json:"status"`
+	OrderID string `json:"order_id"`
+}) {
+	_ = json.Unmarshal(body, &a)
+	return a
+}
+
+// chargeLookups is how many times payments has been asked about a charge
+// (GetCharge): what orders' reconciler does for an order left pending.
+func chargeLookups(ctx context.Context, d *driver.Shop) (float64, error) {
+	all, err := d.Scrape(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var n float64
+	for method, v := range all["payments"].ByLabel(telemetry.NameRequests, "method") {
+		if strings.HasSuffix(method, "/GetCharge") {
+			n += v
+		}
+	}
+	return n, nil
+}
+
+// waterfallSteps lays the measured hops out as the seed's table. Orders
+// reports its steps with its answer; when none came back, its steps are
+// not reported rather than not reached. The gateway's work and orders'
+// final write are recorded from a millisecond up: a step that ran quicker
+// shows 0 ms.
 func waterfallSteps(cfg WaterfallConfig, hops []timing.Hop) []WaterfallStep {
 	ms := func(d time.Duration) int64 { return d.Round(time.Millisecond).Milliseconds() }
+	_, reported := findHop(hops, "catalog")
 	var steps []WaterfallStep
 	var at time.Duration
-	add := func(name string, cap time.Duration, h timing.Hop, ok bool) {
-		st := WaterfallStep{Name: name, StartsAtMS: ms(at), CapMS: ms(cap), Outcome: "not reached"}
-		if name != "gateway" && name != "reserve" {
-			st.RemainingMS = ms(cfg.Budget - at - cfg.Reserve)
-		}
-		if ok {
-			st.TimeoutMS, st.TookMS, st.Outcome = ms(h.Timeout), ms(h.Took), lessonOutcome(h.Outcome)
+	add := func(name, hop string, cap time.Duration, ran bool) {
+		st := WaterfallStep{Name: name, StartsAtMS: ms(at), CapMS: ms(cap)}
+		h, ok := findHop(hops, hop)
+		switch {
+		case ok:
+			st.Outcome = lessonOutcome(h.Outcome)
+			if cap > 0 {
+				st.RemainingMS = ms(cfg.Budget - at - cfg.Reserve)
+			}
+			if st.Outcome != "skipped" {
+				st.TimeoutMS, st.TookMS = ms(h.Timeout), ms(h.Took)
+			}
 			at += h.Took
+		case ran:
+			st.Outcome = "ok"
+		case !reported:
+			st.Outcome = "not reported"
+		default:
+			st.Outcome = "not reached"
 		}
 		steps = append(steps, st)
 	}
-	g, ok := findHop(hops, "gateway")
-	add("gateway", 0, g, ok)
-	c, ok := findHop(hops, "catalog")
-	add("catalog", cfg.CatalogCap, c, ok)
-	p, ok := findHop(hops, "payments")
-	add("payments", cfg.PaymentsCap, p, ok)
-	f, ok := findHop(hops, "finish")
-	add("reserve", 0, f, ok)
+	// The gateway's own work comes before anything; orders' final write
+	// comes after whatever orders did, once orders reported.
+	add("gateway", "gateway", 0, true)
+	add("catalog", "catalog", cfg.CatalogCap, false)
+	add("payments", "payments", cfg.PaymentsCap, false)
+	add("reserve", "finish", 0, reported)
 	return steps
 }
 
@@ -212,29 +334,87 @@ func (r WaterfallResult) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteTable writes the seed's waterfall table from the measured run.
+// WriteTable writes the seed's waterfall table from the measured run, and
+// what became of the order: every sentence from a measured figure.
 func (r WaterfallResult) WriteTable(w io.Writer, cfg WaterfallConfig) {
 	fmt.Fprintf(w, "Create order within %d ms: the gateway works first; orders keeps the last %d ms for its answer.\n\n",
 		r.BudgetMS, cfg.Reserve.Milliseconds())
-	reserve := fmt.Sprintf("remaining - %d", cfg.Reserve.Milliseconds())
-	fmt.Fprintf(w, "%-9s %10s %8s %15s %22s  %s\n", "step", "starts at", "own cap", reserve, "applied timeout", "actually used")
+	left := fmt.Sprintf("%d - start - %d", r.BudgetMS, cfg.Reserve.Milliseconds())
+	fmt.Fprintf(w, "%-9s %10s %8s %17s %16s  %s\n", "step", "starts at", "own cap", left, "applied timeout", "actually used")
 	for _, s := range r.Steps {
 		cap, rem, to := "-", "-", "-"
 		if s.CapMS > 0 {
 			cap = fmt.Sprintf("%d", s.CapMS)
+		}
+		called := s.Outcome == "ok" || s.Outcome == "timeout" || s.Outcome == "error"
+		if s.CapMS > 0 && (called || s.Outcome == "skipped") {
 			rem = fmt.Sprintf("%d", s.RemainingMS)
-			to = fmt.Sprintf("min(%d, %d) = %d", s.CapMS, s.RemainingMS, s.TimeoutMS)
 		}
-		used := fmt.Sprintf("%d ms", s.TookMS)
-		if s.Outcome == "timeout" {
+		if s.CapMS > 0 && called {
+			to = fmt.Sprintf("%d", s.TimeoutMS)
+		}
+		var used string
+		switch s.Outcome {
+		case "ok":
+			used = fmt.Sprintf("%d ms", s.TookMS)
+		case "timeout":
 			used = fmt.Sprintf("timed out at %d ms", s.TookMS)
-		} else if s.Outcome == "not reached" {
-			used = "not reached"
+		case "error":
+			used = fmt.Sprintf("failed after %d ms", s.TookMS)
+		case "skipped":
+			used = "not called: too little budget"
+		default:
+			used = s.Outcome
 		}
-		fmt.Fprintf(w, "%-9s %7d ms %8s %15s %22s  %s\n", s.Name, s.StartsAtMS, cap, rem, to, used)
+		fmt.Fprintf(w, "%-9s %7d ms %8s %17s %16s  %s\n", s.Name, s.StartsAtMS, cap, rem, to, used)
 	}
-	fmt.Fprintf(w, "\nThe client got HTTP %d %q for order %s after %d ms (budget %d ms).\n",
-		r.HTTPStatus, r.Status, r.OrderID, r.TotalMS, r.BudgetMS)
-	fmt.Fprintf(w, "Its key was stored; no second payment was made. The reconciler asked payments under the same key,\n")
-	fmt.Fprintf(w, "and %d ms later the order was %s.\n", r.SettledAfterMS, r.FinalOrderStatus)
+	fmt.Fprintln(w, "\nThe applied timeout is what orders gave the call: min(own cap, what orders had left - reserve).")
+
+	fmt.Fprintf(w, "\nThe client got HTTP %d", r.HTTPStatus)
+	if r.Status != "" {
+		fmt.Fprintf(w, " %q", r.Status)
+	}
+	if r.OrderID != "" {
+		fmt.Fprintf(w, " for order %s", r.OrderID)
+	}
+	fmt.Fprintf(w, " after %d ms (budget %d ms).\n", r.TotalMS, r.BudgetMS)
+	if r.OrderID == "" {
+		fmt.Fprintln(w, "No order came back to follow.")
+	} else {
+		same := "the same order: the key kept the first answer"
+		if r.ReplayOrderID != r.OrderID {
+			same = fmt.Sprintf("order %q", r.ReplayOrderID)
+		}
+		fmt.Fprintf(w, "Sent again under the same Idempotency-Key, the checkout got HTTP %d for %s.\n", r.ReplayHTTPStatus, same)
+		switch {
+		case r.HTTPStatus != http.StatusAccepted:
+			fmt.Fprintf(w, "The order was %s in the answer: there was nothing to reconcile.\n", r.FinalOrderStatus)
+		case r.ChargeLookups > 0:
+			fmt.Fprintf(w, "Orders' reconciler asked payments about the charge under the same key (%s), and %d ms\n",
+				plural(r.ChargeLookups, "time"), r.SettledAfterMS)
+			fmt.Fprintf(w, "after the answer the order was %s.\n", r.FinalOrderStatus)
+		default:
+			fmt.Fprintf(w, "%d ms after the answer the order was %s.\n", r.SettledAfterMS, r.FinalOrderStatus)
+		}
+	}
+	when := "the order settled"
+	if r.OrderID == "" {
+		when = "the lab ended"
+	}
+	fmt.Fprintf(w, "By the time %s, payments had taken %s for this checkout (%s).\n",
+		when, plural(r.ChargesTaken, "charge"), plural(r.DuplicateCharges, "duplicate"))
+	for i, why := range r.MeasuredAgain {
+		fmt.Fprintf(w, "(Try %d was measured again: %s.)\n", i+1, why)
+	}
+	if r.Disturbed != "" {
+		fmt.Fprintf(w, "(Every try was decided by this machine, not the budget; this one: %s.)\n", r.Disturbed)
+	}
+}
+
+// plural is n and the noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -40,12 +41,84 @@ func TestWaterfall(t *testing.T) {
 	if cat := res.Steps[1]; cat.Outcome != "ok" || cat.TimeoutMS != 300 {
 		t.Errorf("catalog step = %+v, want ok with its own 300 ms cap", cat)
 	}
-	if res.FinalOrderStatus != "confirmed" {
-		t.Errorf("final order status %q, want confirmed (the slow charge went through)", res.FinalOrderStatus)
+	if res.FinalOrderStatus != "confirmed" || res.SettledAfterMS <= 0 {
+		t.Errorf("final order status %q after %d ms, want confirmed later (the slow charge went through)", res.FinalOrderStatus, res.SettledAfterMS)
+	}
+	// What the table says next is measured: the retry under the same key
+	// got the same order back, the reconciler asked payments, and
+	// payments took one charge.
+	if res.ReplayHTTPStatus != 202 || res.ReplayOrderID != res.OrderID {
+		t.Errorf("replay = %d %q, want 202 for order %q", res.ReplayHTTPStatus, res.ReplayOrderID, res.OrderID)
+	}
+	if res.ChargeLookups < 1 || res.ChargesTaken != 1 || res.DuplicateCharges != 0 {
+		t.Errorf("charge lookups %d, charges %d, duplicates %d; want >= 1, 1, 0", res.ChargeLookups, res.ChargesTaken, res.DuplicateCharges)
 	}
 	var out bytes.Buffer
 	res.WriteTable(&out, cfg)
-	if !strings.Contains(out.String(), "min(400,") {
-		t.Errorf("table:\n%s", out.String())
+	for _, want := range []string{"timed out at", "the key kept the first answer", "reconciler asked payments", "1 charge for this checkout (0 duplicates)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestWaterfallTableTellsOnlyWhatHappened: every sentence under the table
+// follows from the run's figures — no stored key or reconciliation is
+// claimed for an answer that named no order, nor a reconciliation for an
+// order confirmed in the answer; a step not called shows no timeout.
+func TestWaterfallTableTellsOnlyWhatHappened(t *testing.T) {
+	cfg := DefaultWaterfall()
+	steps := func(catalog, payments WaterfallStep) []WaterfallStep {
+		return []WaterfallStep{{Name: "gateway", TookMS: 100, Outcome: "ok"}, catalog, payments, {Name: "reserve", StartsAtMS: 400, TookMS: 75, Outcome: "ok"}}
+	}
+	for name, tc := range map[string]struct {
+		res        WaterfallResult
+		want, lack []string
+		row        string // a row of the table, as a regular expression
+	}{
+		"504, no order": {
+			res: WaterfallResult{BudgetMS: 800, TotalMS: 799, HTTPStatus: 504, Steps: []WaterfallStep{
+				{Name: "gateway", TookMS: 100, Outcome: "ok"},
+				{Name: "catalog", StartsAtMS: 100, CapMS: 300, Outcome: "not reported"},
+				{Name: "payments", StartsAtMS: 100, CapMS: 400, Outcome: "not reported"},
+				{Name: "reserve", StartsAtMS: 100, Outcome: "not reported"}}},
+			want: []string{"HTTP 504 after 799 ms", "No order came back", "not reported", "By the time the lab ended"},
+			lack: []string{"key", "reconcil", "settled"},
+		},
+		"201, confirmed in the answer": {
+			res: WaterfallResult{BudgetMS: 800, TotalMS: 673, HTTPStatus: 201, Status: "confirmed", OrderID: "ord_1",
+				Steps: steps(WaterfallStep{Name: "catalog", StartsAtMS: 100, CapMS: 300, RemainingMS: 620, TimeoutMS: 300, TookMS: 290, Outcome: "ok"},
+					WaterfallStep{Name: "payments", StartsAtMS: 390, CapMS: 400, RemainingMS: 330, TimeoutMS: 325, TookMS: 200, Outcome: "ok"}),
+				ReplayHTTPStatus: 201, ReplayOrderID: "ord_1", FinalOrderStatus: "confirmed", ChargesTaken: 1},
+			want: []string{`HTTP 201 "confirmed" for order ord_1`, "nothing to reconcile", "1 charge for this checkout (0 duplicates)"},
+			lack: []string{"reconciler asked", "after the answer"},
+		},
+		"payment skipped": {
+			res: WaterfallResult{BudgetMS: 400, TotalMS: 390, HTTPStatus: 201, Status: "confirmed", OrderID: "ord_2",
+				Steps: steps(WaterfallStep{Name: "catalog", StartsAtMS: 100, CapMS: 300, RemainingMS: 220, TimeoutMS: 216, TookMS: 210, Outcome: "ok"},
+					WaterfallStep{Name: "payments", StartsAtMS: 310, CapMS: 400, RemainingMS: 10, Outcome: "skipped"}),
+				ReplayHTTPStatus: 201, ReplayOrderID: "ord_2", FinalOrderStatus: "confirmed"},
+			want: []string{"0 charges"},
+			row:  `(?m)^payments +310 ms +400 +10 +- +not called: too little budget$`,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			tc.res.WriteTable(&b, cfg)
+			out := b.String()
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("table lacks %q:\n%s", w, out)
+				}
+			}
+			for _, l := range tc.lack {
+				if strings.Contains(out, l) {
+					t.Errorf("table says %q:\n%s", l, out)
+				}
+			}
+			if tc.row != "" && !regexp.MustCompile(tc.row).MatchString(out) {
+				t.Errorf("table has no row %s:\n%s", tc.row, out)
+			}
+		})
 	}
 }

@@ -90,14 +90,22 @@ func (s *Shop) Switch(ctx context.Context, m mode.Mode, o mode.Overrides) error 
 func (s *Shop) SetFaults(ctx context.Context, specs map[string]string) error {
 	sets := map[string]faults.Set{}
 	for svc, spec := range specs {
-		if _, ok := s.admin[svc]; !ok {
-			return fmt.Errorf("faults for %s: no admin URL for it", svc)
-		}
 		set, err := faults.Parse(spec)
 		if err != nil {
 			return fmt.Errorf("faults for %s: %w", svc, err)
 		}
 		sets[svc] = set
+	}
+	return s.PutFaults(ctx, sets)
+}
+
+// PutFaults puts each service's faults in force, by service name;
+// services not named have none.
+func (s *Shop) PutFaults(ctx context.Context, sets map[string]faults.Set) error {
+	for svc := range sets {
+		if _, ok := s.admin[svc]; !ok {
+			return fmt.Errorf("faults for %s: no admin URL for it", svc)
+		}
 	}
 	var errs []error
 	for _, svc := range s.Services() {
