@@ -6,32 +6,28 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
-
-	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
-	"github.com/mercado-lab/mercado/internal/serve"
-	"github.com/mercado-lab/mercado/internal/telemetry"
-	"github.com/mercado-lab/mercado/lab/driver"
-	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/loadtest"
 )
 
-// IsolationConfig is Drill 76 on the shop: shipping's carrier goes slow
-// (not down) while checkouts arrive open-loop and browsers keep browsing.
+// IsolationConfig is Drill 76 (the drill76 scenario,
+// loadtest/scenarios/drill76.yaml) with its knobs: shipping's carrier goes
+// slow (not down) while checkouts arrive open-loop and browsers keep
+// browsing. DefaultIsolation reads them from the scenario.
 type IsolationConfig struct {
 	// CheckoutRate and BrowseRate are requests per second.
 	CheckoutRate, BrowseRate float64
-	// Duration is how long each mode is loaded.
-	Duration time.Duration
+	// Duration is how long the carrier hangs; WarmUp and Recovery are the
+	// calm phases before and after.
+	Duration, WarmUp, Recovery time.Duration
 	// Deadline is every client's deadline.
 	Deadline time.Duration
 	// Hang is how long the slow carrier takes.
@@ -43,14 +39,40 @@ type IsolationConfig struct {
 	Workers int
 }
 
-// DefaultIsolation is sized to fill the naive shared pool of 200 on a
-// 2-core machine within the run, and to finish both modes in under 45 s.
-func DefaultIsolation() IsolationConfig {
-	return IsolationConfig{
-		CheckoutRate: 100, BrowseRate: 20, Duration: 15 * time.Second,
-		Deadline: time.Second, Hang: 5 * time.Second, BreakerOpen: 5 * time.Second,
-		Workers: serve.DefaultResilience().Workers,
+// drill76 is the scenario the isolation lab shows: a calm phase, the
+// phase in which shipping's carrier hangs, and a calm one again.
+const drill76 = "drill76"
+
+// drill76Phases finds the three phases of sc: the hang is the phase that
+// puts a fault on shipping.
+func drill76Phases(sc loadtest.Scenario) (warmUp, hang, recovery *loadtest.Phase, err error) {
+	if len(sc.Phases) != 3 || sc.Phases[1].Faults["shipping"] == "" {
+		return nil, nil, nil, fmt.Errorf("scenario %s: want three phases, shipping's fault in the second", sc.Name)
 	}
+	return &sc.Phases[0], &sc.Phases[1], &sc.Phases[2], nil
+}
+
+// DefaultIsolation is Drill 76 as the drill76 scenario runs it: sized to
+// fill the naive shared pool of 200 on a 2-core machine.
+func DefaultIsolation() (IsolationConfig, error) {
+	sc, err := loadtest.LoadScenario(drill76)
+	if err != nil {
+		return IsolationConfig{}, err
+	}
+	warmUp, hang, recovery, err := drill76Phases(sc)
+	if err != nil {
+		return IsolationConfig{}, err
+	}
+	carrier, err := faults.Parse(hang.Faults["shipping"])
+	if err != nil {
+		return IsolationConfig{}, err
+	}
+	return IsolationConfig{
+		CheckoutRate: sc.Classes["checkout"].Rate, BrowseRate: sc.Classes["browse"].Rate,
+		Duration: time.Duration(hang.Duration), WarmUp: time.Duration(warmUp.Duration), Recovery: time.Duration(recovery.Duration),
+		Deadline: time.Duration(sc.Deadline), Hang: carrier[faults.ShippingCreateShipment].Hang,
+		BreakerOpen: time.Duration(sc.Shop.BreakerOpen), Workers: sc.Shop.Workers,
+	}, nil
 }
 
 // Validate reports a configuration the lab cannot run.
@@ -60,6 +82,8 @@ func (c IsolationConfig) Validate() error {
 		return fmt.Errorf("rates must be within (0, 2000] per second")
 	case c.Duration < time.Second || c.Duration > 10*time.Minute:
 		return fmt.Errorf("duration: %v is outside 1s to 10m", c.Duration)
+	case c.WarmUp < time.Second || c.WarmUp > 10*time.Minute || c.Recovery < time.Second || c.Recovery > 10*time.Minute:
+		return fmt.Errorf("the warm-up and the recovery must be within 1s to 10m")
 	case c.Deadline < 10*time.Millisecond || c.Deadline > time.Minute:
 		return fmt.Errorf("deadline: %v is outside 10ms to 1m", c.Deadline)
 	case c.Hang <= 0 || c.Hang > 10*time.Minute:
@@ -72,7 +96,35 @@ func (c IsolationConfig) Validate() error {
 	return nil
 }
 
-// IsolationMode is what one mode did.
+// Scenario is the drill76 scenario with c's knobs turned.
+func (c IsolationConfig) Scenario() (loadtest.Scenario, error) {
+	if err := c.Validate(); err != nil {
+		return loadtest.Scenario{}, err
+	}
+	sc, err := loadtest.LoadScenario(drill76)
+	if err != nil {
+		return loadtest.Scenario{}, err
+	}
+	sc.Phases = slices.Clone(sc.Phases)
+	warmUp, hang, recovery, err := drill76Phases(sc)
+	if err != nil {
+		return loadtest.Scenario{}, err
+	}
+	sc.Classes = maps.Clone(sc.Classes)
+	sc.Classes["checkout"] = loadtest.ClassSpec{Rate: c.CheckoutRate}
+	sc.Classes["browse"] = loadtest.ClassSpec{Rate: c.BrowseRate}
+	warmUp.Duration, hang.Duration, recovery.Duration = loadtest.Duration(c.WarmUp), loadtest.Duration(c.Duration), loadtest.Duration(c.Recovery)
+	hang.Faults = map[string]string{"shipping": fmt.Sprintf("%s:hang=%s", faults.ShippingCreateShipment, c.Hang)}
+	sc.Deadline = loadtest.Duration(c.Deadline)
+	sc.Shop.Workers, sc.Shop.BreakerOpen = c.Workers, loadtest.Duration(c.BreakerOpen)
+	return sc, sc.Validate()
+}
+
+// IsolationMode is what one mode did. The clients' figures are those of
+// the requests sent while the carrier hung, and so are the calls shipping
+// received (Amplification); the rest of the servers' figures are counted
+// over the whole run, so that work still hung when the hang ended counts
+// when it finishes.
 type IsolationMode struct {
 	BrowseRequests     int     `json:"browse_requests"`
 	BrowseSuccessRatio float64 `json:"browse_success_ratio"`
@@ -83,15 +135,16 @@ type IsolationMode struct {
 	CheckoutP99MS      float64 `json:"checkout_p99_ms"`
 	CheckoutMaxMS      float64 `json:"checkout_max_ms"`
 	// PeakPoolInFlight is the most requests each pool held at once, by
-	// "service/pool", sampled through the run.
+	// "service/pool", over the run.
 	PeakPoolInFlight map[string]int `json:"peak_pool_in_flight"`
 	BreakerOpens     int            `json:"breaker_opens"`
 	// Skipped counts calls and requests not served, by reason, over the
-	// whole shop.
+	// whole shop (only the reasons that happened).
 	Skipped map[string]int `json:"skipped"`
 	// LateWorkSeconds is work finished after the client had given up.
 	LateWorkSeconds float64 `json:"late_work_seconds"`
-	// Amplification is the calls shipping received per checkout sent.
+	// Amplification is the calls shipping received per checkout sent,
+	// while the carrier hung.
 	Amplification float64 `json:"amplification"`
 	// Failures counts failed checkouts and browses by class of failure.
 	CheckoutFailures map[string]int `json:"checkout_failures"`
@@ -110,156 +163,71 @@ type IsolationResult struct {
 	Budgeted IsolationMode `json:"budgeted"`
 }
 
-// Isolation runs the scenario once per mode. progress, if set, is told
-// how far each run has got.
+// Isolation runs Drill 76 — the drill76 scenario with cfg's knobs, on the
+// scenario runner — and reads the lesson's figures from its results.
+// progress, if set, is told how far each mode's run has got.
 func Isolation(ctx context.Context, cfg IsolationConfig, log *slog.Logger, progress func(mode string, done, total time.Duration)) (IsolationResult, error) {
-	if err := cfg.Validate(); err != nil {
+	sc, err := cfg.Scenario()
+	if err != nil {
 		return IsolationResult{}, err
 	}
+	sc.Modes = []mode.Mode{mode.Naive, mode.Budgeted}
+	run, err := Scenario(ctx, sc, log, progress)
+	if err != nil {
+		return IsolationResult{}, err
+	}
+	return isolationView(cfg, run)
+}
+
+// isolationView reads the isolation lab's figures from a run of Drill 76
+// (see IsolationMode): the hang is its second phase.
+func isolationView(cfg IsolationConfig, run loadtest.Results) (IsolationResult, error) {
 	var res IsolationResult
 	res.Config.CheckoutRate, res.Config.BrowseRate = cfg.CheckoutRate, cfg.BrowseRate
 	res.Config.DurationS, res.Config.DeadlineMS = cfg.Duration.Seconds(), cfg.Deadline.Milliseconds()
-	for _, run := range []struct {
-		m   mode.Mode
-		out *IsolationMode
+	for _, m := range []struct {
+		name mode.Mode
+		out  *IsolationMode
 	}{{mode.Naive, &res.Naive}, {mode.Budgeted, &res.Budgeted}} {
-		r, err := isolationOnce(ctx, cfg, run.m, log, progress)
-		if err != nil {
-			return IsolationResult{}, fmt.Errorf("%s run: %w", run.m, err)
+		i := slices.IndexFunc(run.Modes, func(r loadtest.ModeResult) bool { return r.Mode == string(m.name) })
+		if i < 0 {
+			return IsolationResult{}, fmt.Errorf("the run has no %s mode", m.name)
 		}
-		*run.out = r
+		mr := run.Modes[i]
+		if len(mr.Phases) != 3 {
+			return IsolationResult{}, fmt.Errorf("%s: want Drill 76's three phases, the run has %d", m.name, len(mr.Phases))
+		}
+		hang := mr.Phases[1]
+		checkout, browse := summaryOf(hang.Classes, "checkout"), summaryOf(hang.Classes, "browse")
+		*m.out = IsolationMode{
+			BrowseRequests: browse.Requests, BrowseSuccessRatio: browse.SuccessRatio, BrowseP99MS: browse.P99MS,
+			CheckoutRequests: checkout.Requests, CheckoutGood: checkout.Good,
+			CheckoutP50MS: checkout.P50MS, CheckoutP99MS: checkout.P99MS, CheckoutMaxMS: checkout.MaxMS,
+			CheckoutFailures: checkout.Failures, BrowseFailures: browse.Failures,
+			PeakPoolInFlight: map[string]int{}, Skipped: map[string]int{},
+			BreakerOpens: int(mr.Server.BreakerOpens), LateWorkSeconds: mr.Server.LateWorkSeconds,
+		}
+		for pool, series := range mr.PoolInFlight {
+			m.out.PeakPoolInFlight[pool] = int(slices.Max(append(series, 0)))
+		}
+		for reason, n := range mr.Server.Skipped {
+			m.out.Skipped[reason] = int(n)
+		}
+		if checkout.Requests > 0 {
+			m.out.Amplification = hang.Server.Calls["shipping"] / float64(checkout.Requests)
+		}
 	}
 	return res, nil
 }
 
-func isolationOnce(ctx context.Context, cfg IsolationConfig, m mode.Mode, log *slog.Logger,
-	progress func(string, time.Duration, time.Duration)) (IsolationMode, error) {
-	sc := shop.EphemeralConfig()
-	sc.Shared.Mode, sc.Shared.Margin, sc.Shared.Floor = m, serve.DefaultMargin, serve.DefaultFloor
-	sc.Shared.DrainTimeout = 200 * time.Millisecond
-	r := serve.DefaultResilience()
-	r.BreakerOpen, r.Workers = cfg.BreakerOpen, cfg.Workers
-	sc.Shared.Resilience = r
-	sc.Shipping.Faults = faults.Set{"CreateShipment": {Hang: cfg.Hang}}
-	s, err := shop.Start(ctx, sc, log)
-	if err != nil {
-		return IsolationMode{}, err
-	}
-	defer s.Stop()
-
-	peaks := &peakSampler{peaks: map[string]int{}}
-	sampleCtx, stopSampling := context.WithCancel(ctx)
-	var sampling sync.WaitGroup
-	sampling.Add(1)
-	go func() {
-		defer sampling.Done()
-		peaks.run(sampleCtx, s)
-	}()
-
-	var body = `{"customer":"drill76","items":[{"sku":"tea-sencha","qty":1}],"address":"76 Vendor Road"}`
-	checkout := loadtest.Class{
-		Name: "checkout", Rate: cfg.CheckoutRate, Deadline: cfg.Deadline, Patience: cfg.Deadline + 4*time.Second,
-		Request: func(base string, seq uint64) vegeta.Target {
-			return vegeta.Target{Method: http.MethodPost, URL: base + "/api/checkout", Body: []byte(body),
-				Header: http.Header{"Content-Type": {"application/json"},
-					"Idempotency-Key": {fmt.Sprintf("isolation-%s-%d", m, seq)}}}
-		},
-	}
-	browse := loadtest.Class{
-		Name: "browse", Rate: cfg.BrowseRate, Deadline: cfg.Deadline, Patience: cfg.Deadline + 4*time.Second,
-		Request: func(base string, _ uint64) vegeta.Target {
-			return vegeta.Target{Method: http.MethodGet, URL: base + "/api/products"}
-		},
-	}
-	tick := time.NewTicker(time.Second)
-	start := time.Now()
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-tick.C:
-				if progress != nil {
-					progress(string(m), min(time.Since(start), cfg.Duration), cfg.Duration)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	samples, err := loadtest.Run(ctx, loadtest.Options{Base: s.GatewayURL(), Duration: cfg.Duration}, checkout, browse)
-	tick.Stop()
-	close(done)
-	stopSampling()
-	sampling.Wait()
-	if err != nil {
-		return IsolationMode{}, err
-	}
-	if progress != nil {
-		progress(string(m), cfg.Duration, cfg.Duration)
-	}
-
-	out := IsolationMode{PeakPoolInFlight: peaks.peaks, Skipped: map[string]int{}}
-	cs := loadtest.Summarize("checkout", samples["checkout"], cfg.Deadline, cfg.Duration)
-	bs := loadtest.Summarize("browse", samples["browse"], cfg.Deadline, cfg.Duration)
-	out.CheckoutRequests, out.CheckoutGood = cs.Requests, cs.Good
-	out.CheckoutP50MS, out.CheckoutP99MS, out.CheckoutMaxMS = cs.P50MS, cs.P99MS, cs.MaxMS
-	out.CheckoutFailures, out.BrowseFailures = cs.Failures, bs.Failures
-	out.BrowseRequests, out.BrowseSuccessRatio, out.BrowseP99MS = bs.Requests, bs.SuccessRatio, bs.P99MS
-
-	client := &http.Client{Timeout: 5 * time.Second}
-	var shippingCalls float64
-	for _, p := range s.Processes() {
-		fams, err := driver.Scrape(ctx, admin.Client{URL: "http://" + p.AdminAddr, HTTP: client})
-		if err != nil {
-			return IsolationMode{}, err
-		}
-		out.BreakerOpens += int(fams.Sum(telemetry.NameBreakerTransitions, map[string]string{"to": "open"}))
-		for reason, n := range fams.ByLabel(telemetry.NameSkipped, "reason") {
-			if n > 0 { // every reason is exported, at zero until its first skip
-				out.Skipped[reason] += int(n)
-			}
-		}
-		out.LateWorkSeconds += fams.Sum(telemetry.NameLateWork, nil)
-		if p.Name == "shipping" {
-			shippingCalls = fams.Sum(telemetry.NameRequests, nil)
+// summaryOf is class's summary among sums (zero when it is not there).
+func summaryOf(sums []loadtest.Summary, class string) loadtest.Summary {
+	for _, s := range sums {
+		if s.Class == class {
+			return s
 		}
 	}
-	if cs.Requests > 0 {
-		out.Amplification = shippingCalls / float64(cs.Requests)
-	}
-	return out, nil
-}
-
-// peakSampler reads every service's pool gauges through the run and keeps
-// the highest value of each.
-type peakSampler struct {
-	mu    sync.Mutex
-	peaks map[string]int
-}
-
-func (p *peakSampler) run(ctx context.Context, s *shop.Shop) {
-	client := &http.Client{Timeout: time.Second}
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	for {
-		for _, proc := range s.Processes() {
-			fams, err := driver.Scrape(ctx, admin.Client{URL: "http://" + proc.AdminAddr, HTTP: client})
-			if err != nil {
-				continue
-			}
-			p.mu.Lock()
-			for pool, v := range fams.ByLabel(telemetry.NamePoolInFlight, "pool") {
-				key := proc.Name + "/" + pool
-				p.peaks[key] = max(p.peaks[key], int(v))
-			}
-			p.mu.Unlock()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	return loadtest.Summary{}
 }
 
 // WriteJSON writes r as indented JSON.
@@ -272,8 +240,10 @@ func (r IsolationResult) WriteJSON(w io.Writer) error {
 // WriteTable writes the two modes side by side.
 func (r IsolationResult) WriteTable(w io.Writer) {
 	n, b := r.Naive, r.Budgeted
-	fmt.Fprintf(w, "Shipping's carrier hangs; %.0f checkouts/s and %.0f browses/s for %.0f s per mode; every client waits %d ms.\n\n",
-		r.Config.CheckoutRate, r.Config.BrowseRate, r.Config.DurationS, r.Config.DeadlineMS)
+	fmt.Fprintf(w, "Drill 76: shipping's carrier hangs for %.0f s in each mode, between calm phases, under %.0f checkouts/s\n",
+		r.Config.DurationS, r.Config.CheckoutRate)
+	fmt.Fprintf(w, "and %.0f browses/s; every client waits %d ms. Clients and shipping's calls while the carrier hangs;\nthe other servers' figures over the whole run.\n\n",
+		r.Config.BrowseRate, r.Config.DeadlineMS)
 	fmt.Fprintf(w, "%-34s %16s %16s\n", "", "naive", "budgeted")
 	row := func(name, a, c string) { fmt.Fprintf(w, "%-34s %16s %16s\n", name, a, c) }
 	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }

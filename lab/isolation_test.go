@@ -3,19 +3,25 @@ package lab
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mercado-lab/mercado/loadtest"
 )
 
 // TestIsolation runs Drill 76 scaled down — a pool of 20 instead of 200,
-// a few seconds instead of fifteen — and checks the lesson's shape: the
+// a few seconds instead of 25 — and checks the lesson's shape: the
 // naive shared pool fills and browsing suffers, while budgeted bulkheads
 // keep browsing green, bound checkouts by the deadline, and open a breaker.
 func TestIsolation(t *testing.T) {
 	cfg := IsolationConfig{
-		CheckoutRate: 30, BrowseRate: 10, Duration: 4 * time.Second,
+		CheckoutRate: 30, BrowseRate: 10, Duration: 4 * time.Second, WarmUp: time.Second, Recovery: time.Second,
 		Deadline: 500 * time.Millisecond, Hang: 2 * time.Second, BreakerOpen: 2 * time.Second, Workers: 20,
 	}
 	var modes []string
@@ -65,5 +71,117 @@ func TestIsolation(t *testing.T) {
 	}
 	if err := res.WriteJSON(&js); err != nil || !strings.Contains(js.String(), `"browse_success_ratio"`) {
 		t.Errorf("JSON: %v\n%s", err, js.String())
+	}
+}
+
+// TestIsolationIsDrill76: with its default knobs the isolation lab runs
+// the drill76 scenario itself — one drill, one engine — and each knob
+// turns the scenario's own setting.
+func TestIsolationIsDrill76(t *testing.T) {
+	cfg, err := DefaultIsolation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cfg.Scenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := loadtest.LoadScenario("drill76")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the isolation lab's scenario\n%+v\nis not drill76\n%+v", got, want)
+	}
+
+	cfg.CheckoutRate, cfg.Duration, cfg.Hang, cfg.Workers = 50, 9*time.Second, 2*time.Second, 400
+	turned, err := cfg.Scenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := turned.Classes["checkout"].Rate; r != 50 {
+		t.Errorf("checkout rate %v, want 50", r)
+	}
+	if d, f := time.Duration(turned.Phases[1].Duration), turned.Phases[1].Faults["shipping"]; d != 9*time.Second || f != "CreateShipment:hang=2s" {
+		t.Errorf("the hang phase lasts %v with shipping's fault %q, want 9s and a 2 s hang", d, f)
+	}
+	if turned.Shop.Workers != 400 {
+		t.Errorf("workers %d, want 400", turned.Shop.Workers)
+	}
+	if want.Classes["checkout"].Rate != 100 || want.Phases[1].Duration != loadtest.Duration(15*time.Second) {
+		t.Error("turning a knob changed the built-in scenario")
+	}
+}
+
+// TestIsolationView: the lab's figures are the scenario run's — the
+// clients' from the phase in which the carrier hangs, the servers' from
+// the whole run — under the lab's JSON keys.
+func TestIsolationView(t *testing.T) {
+	phase := func(name string, checkout, browse loadtest.Summary, shippingCalls float64) loadtest.PhaseSpan {
+		checkout.Class, browse.Class = "checkout", "browse"
+		return loadtest.PhaseSpan{Name: name, Classes: []loadtest.Summary{checkout, browse},
+			Server: loadtest.ServerFigures{Calls: map[string]float64{"shipping": shippingCalls}}}
+	}
+	calm := phase("calm", loadtest.Summary{Requests: 300, Good: 300, SuccessRatio: 1}, loadtest.Summary{Requests: 60, SuccessRatio: 1}, 300)
+	run := loadtest.Results{Scenario: "drill76", Modes: []loadtest.ModeResult{
+		{Mode: "budgeted", Classes: []loadtest.Summary{{Class: "checkout", Requests: 2000}},
+			Phases: []loadtest.PhaseSpan{calm, phase("carrier hangs",
+				loadtest.Summary{Requests: 1500, Good: 1490, P50MS: 3, P99MS: 300, MaxMS: 600, Failures: map[string]int{"bulkhead": 10}},
+				loadtest.Summary{Requests: 300, SuccessRatio: 1, P99MS: 9}, 45), calm},
+			Server: loadtest.ServerFigures{BreakerOpens: 3, Skipped: map[string]float64{"breaker_open": 6000},
+				Calls: map[string]float64{"shipping": 2500}},
+			PoolInFlight: map[string][]float64{"gateway/checkout": {2, 25, 3}}},
+		{Mode: "naive", Classes: []loadtest.Summary{{Class: "checkout", Requests: 2000}},
+			Phases: []loadtest.PhaseSpan{calm, phase("carrier hangs",
+				loadtest.Summary{Requests: 1500, P99MS: 5000},
+				loadtest.Summary{Requests: 300, SuccessRatio: 0.25}, 12750), calm},
+			Server:       loadtest.ServerFigures{LateWorkSeconds: 14000, Calls: map[string]float64{"shipping": 14000}},
+			PoolInFlight: map[string][]float64{"gateway/shared": {10, 200, 200, 180}}},
+	}}
+	cfg, err := DefaultIsolation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := isolationView(cfg, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, b := res.Naive, res.Budgeted
+	if n.BrowseSuccessRatio != 0.25 || n.CheckoutP99MS != 5000 || n.PeakPoolInFlight["gateway/shared"] != 200 || n.Amplification != 8.5 || n.LateWorkSeconds != 14000 {
+		t.Errorf("naive = %+v", n)
+	}
+	if b.CheckoutRequests != 1500 || b.CheckoutGood != 1490 || b.CheckoutMaxMS != 600 || b.BrowseP99MS != 9 ||
+		b.PeakPoolInFlight["gateway/checkout"] != 25 || b.BreakerOpens != 3 || b.Skipped["breaker_open"] != 6000 || b.Amplification != 0.03 {
+		t.Errorf("budgeted = %+v", b)
+	}
+	if res.Config.DurationS != 15 || res.Config.CheckoutRate != 100 || res.Config.DeadlineMS != 1000 {
+		t.Errorf("config = %+v", res.Config)
+	}
+
+	var js bytes.Buffer
+	if err := res.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]map[string]any
+	if err := json.Unmarshal(js.Bytes(), &keys); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"config": {"browse_rate", "checkout_rate", "deadline_ms", "duration_s"},
+		"naive": {"amplification", "breaker_opens", "browse_failures", "browse_p99_ms", "browse_requests", "browse_success_ratio",
+			"checkout_failures", "checkout_good", "checkout_max_ms", "checkout_p50_ms", "checkout_p99_ms", "checkout_requests",
+			"late_work_seconds", "peak_pool_in_flight", "skipped"},
+	}
+	want["budgeted"] = want["naive"]
+	for top, ks := range want {
+		if got := slices.Sorted(maps.Keys(keys[top])); !slices.Equal(got, ks) {
+			t.Errorf("%s keys = %v, want %v", top, got, ks)
+		}
+	}
+	if len(keys) != len(want) {
+		t.Errorf("top-level keys: %v", slices.Sorted(maps.Keys(keys)))
+	}
+	if _, err := isolationView(cfg, loadtest.Results{Modes: run.Modes[:1]}); err == nil {
+		t.Error("a run without naive was read")
 	}
 }

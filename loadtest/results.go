@@ -39,9 +39,9 @@ type ModeResult struct {
 	Series map[string][]Second `json:"series"`
 	// Server are figures read from the services' /metrics.
 	Server ServerFigures `json:"server"`
-	// Gauges are server gauges sampled once a second: "service/pool"
-	// in flight, and "service/dep" breaker state (0 closed, 1 half-open,
-	// 2 open).
+	// Gauges are server gauges, each second's highest of readings taken
+	// five times a second: "service/pool" in flight, and "service/dep"
+	// breaker state (0 closed, 1 half-open, 2 open).
 	PoolInFlight map[string][]float64 `json:"pool_in_flight"`
 	BreakerState map[string][]float64 `json:"breaker_state"`
 }
@@ -56,6 +56,10 @@ type PhaseSpan struct {
 	// Classes summarise each class over the requests the phase sent (by
 	// intended send time), with goodput per second of the phase.
 	Classes []Summary `json:"classes"`
+	// Server are the services' counters' growth from the phase's start to
+	// its end: what arrived during the phase, and what finished during it
+	// (work the phase before left running included).
+	Server ServerFigures `json:"server"`
 }
 
 // Second is one class's figures over one second of the run.

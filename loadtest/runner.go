@@ -108,11 +108,14 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	all := map[string][]Sample{}
 	for i, p := range sc.Phases {
 		span := PhaseSpan{Name: p.Name, StartS: phased[i].start.Seconds(), EndS: (phased[i].start + time.Duration(p.Duration)).Seconds(), Faulty: len(p.Faults) > 0}
+		sent := 0
 		for _, name := range slices.Sorted(maps.Keys(phased[i].samples)) {
 			got := phased[i].samples[name]
 			span.Classes = append(span.Classes, Summarize(name, got, deadline, time.Duration(p.Duration)))
 			all[name] = append(all[name], got...)
+			sent += len(got)
 		}
+		span.Server = serverFigures(phased[i].from, phased[i].to, sent)
 		mr.Phases = append(mr.Phases, span)
 	}
 	close(progressDone)
@@ -154,11 +157,13 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	return mr, nil
 }
 
-// phaseRun is what one phase sent: its samples by class, and when it
-// began, from the start of the mode's run.
+// phaseRun is what one phase sent: its samples by class, when it began,
+// from the start of the mode's run, and the services' counters at its
+// start and at its end.
 type phaseRun struct {
-	start   time.Duration
-	samples map[string][]Sample
+	start    time.Duration
+	samples  map[string][]Sample
+	from, to Counters
 }
 
 // runPhases runs the phases on one timeline: each begins at its scheduled
@@ -187,6 +192,17 @@ func runPhases(ctx context.Context, sc Scenario, shop Shop, start time.Time, key
 			setErr = err
 			break
 		}
+		// The services' counters at the phase's start end the phase
+		// before it.
+		c, err := shop.Counters(ctx)
+		if err != nil {
+			setErr = err
+			break
+		}
+		out[i].from = c
+		if i > 0 {
+			out[i-1].to = c
+		}
 		out[i].start = time.Since(start)
 		classes := sc.phaseClasses(p, fmt.Sprintf("%s-%d", keyPrefix, i), orderID)
 		wg.Add(1)
@@ -201,6 +217,9 @@ func runPhases(ctx context.Context, sc Scenario, shop Shop, start time.Time, key
 		case <-ctx.Done():
 		case <-time.After(d):
 		}
+	}
+	if setErr == nil && ctx.Err() == nil {
+		out[len(out)-1].to, setErr = shop.Counters(ctx)
 	}
 	// The last phase's faults end with the schedule, not with the
 	// stragglers it left behind.
@@ -334,9 +353,14 @@ func perSecond(samples []Sample, start time.Time, deadline time.Duration) []Seco
 	return out
 }
 
-// sampleGauges records pool and breaker gauges once a second.
+// gaugeReadings is how often the gauges are read: each second of the run
+// keeps its highest reading, so a pool that filled for a few hundred
+// milliseconds shows full.
+const gaugeReadings = 200 * time.Millisecond
+
+// sampleGauges records pool and breaker gauges, each second's highest.
 func sampleGauges(ctx context.Context, shop Shop, mr *ModeResult, start time.Time) {
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(gaugeReadings)
 	defer tick.Stop()
 	for {
 		select {
@@ -350,10 +374,10 @@ func sampleGauges(ctx context.Context, shop Shop, mr *ModeResult, start time.Tim
 		}
 		sec := int(time.Since(start) / time.Second)
 		record := func(dst map[string][]float64, key string, v float64) {
-			for len(dst[key]) < sec {
+			for len(dst[key]) <= sec {
 				dst[key] = append(dst[key], 0)
 			}
-			dst[key] = append(dst[key], v)
+			dst[key][sec] = max(dst[key][sec], v)
 		}
 		for pool, v := range g.PoolInFlight {
 			record(mr.PoolInFlight, pool, v)

@@ -35,7 +35,8 @@ Replays:
              80 ms for its answer, catalog takes 290 of its 300 ms, payment
              gets min(400, 330), times out, and the client gets 202
              processing at about 800 ms; the reconciler settles the order.
-  isolation  Drill 76: shipping's carrier hangs under an open-loop stream of
+  isolation  Drill 76 (the drill76 scenario, its figures while the carrier
+             hangs): shipping's carrier hangs under an open-loop stream of
              checkouts while browsers keep browsing. Naive fills its shared
              pool and browsing goes dark; budgeted keeps it green.
 
@@ -107,11 +108,14 @@ func runLesson7(ctx context.Context, args []string, getenv func(string) string, 
 }
 
 func runIsolation(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg := lab.DefaultIsolation()
+	cfg, err := lab.DefaultIsolation()
+	if err != nil {
+		return fmt.Errorf("lab isolation: %w", err)
+	}
 	fs, asJSON := labFlags("isolation", stderr)
 	fs.Float64Var(&cfg.CheckoutRate, "checkout-rate", cfg.CheckoutRate, "checkouts per second, open loop")
 	fs.Float64Var(&cfg.BrowseRate, "browse-rate", cfg.BrowseRate, "browses per second, open loop")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long each mode is loaded")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the carrier hangs in each mode, between the drill's calm phases")
 	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "every client's deadline")
 	fs.DurationVar(&cfg.Hang, "hang", cfg.Hang, "how long the slow carrier takes to answer")
 	fs.DurationVar(&cfg.BreakerOpen, "breaker-open", cfg.BreakerOpen, "how long an open breaker stays open")

@@ -134,7 +134,7 @@ func newHTMLReport(r loadtest.Results) htmlReport {
 // colours in every mode, on the same scale.
 func poolCharts(modes []loadtest.ModeResult, xmax float64) chartGroup {
 	g := chartGroup{Title: "Pool in flight over time",
-		Note:  "Requests in flight in each pool or bulkhead, sampled once a second; the busiest pools by peak.",
+		Note:  "Requests in flight in each pool or bulkhead, each second's highest of five readings; the busiest pools by peak.",
 		Empty: "No pool gauges were sampled."}
 	peak := map[string]float64{}
 	for _, m := range modes {
@@ -183,7 +183,7 @@ func poolCharts(modes []loadtest.ModeResult, xmax float64) chartGroup {
 // are nudged apart so that breakers in the same state stay visible.
 func breakerCharts(modes []loadtest.ModeResult, xmax float64) chartGroup {
 	g := chartGroup{Title: "Breaker state over time",
-		Note:  "Each circuit breaker's state, sampled once a second. Lines are nudged apart slightly so that breakers in the same state do not hide each other.",
+		Note:  "Each circuit breaker's state, each second's most open of five readings. Lines are nudged apart slightly so that breakers in the same state do not hide each other.",
 		Empty: "No breaker gauges were sampled."}
 	tripped := map[string]bool{}
 	for _, m := range modes {
