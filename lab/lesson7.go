@@ -294,6 +294,6 @@ func writeMode(w io.Writer, title, timeoutLabel string, m ModeResult) {
 		fmt.Fprintf(w, "  (try %d was measured again: %s)\n", i+1, why)
 	}
 	if m.Disturbed != "" {
-		fmt.Fprintf(w, "  (every try was decided by this machine, not the budget; this one: %s)\n", m.Disturbed)
+		fmt.Fprintf(w, "  (all %d tries ended so; this one: %s)\n", maxTries, m.Disturbed)
 	}
 }

@@ -137,3 +137,21 @@ func TestLesson7ConfigValidate(t *testing.T) {
 		t.Error("a negative margin was accepted")
 	}
 }
+
+// TestLesson7TableSaysWhatWasMeasuredAgain: a try that a stall decided is
+// not shown as the lesson's outcome, but it is not hidden either.
+func TestLesson7TableSaysWhatWasMeasuredAgain(t *testing.T) {
+	m := ModeResult{DeadlineMS: 1000, TotalMS: 996, Verdict: "WITHIN", HTTPStatus: 202,
+		MeasuredAgain: []string{"its answer missed the deadline although it had 3 ms to spare"}}
+	var b bytes.Buffer
+	Lesson7Result{Naive: m, Budgeted: m}.WriteTable(&b, DefaultLesson7())
+	if !strings.Contains(b.String(), "(try 1 was measured again: its answer missed the deadline although it had 3 ms to spare)") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	m.MeasuredAgain, m.Disturbed = nil, "catalog works 280 ms, yet timed out at its 300 ms"
+	b.Reset()
+	Lesson7Result{Naive: m, Budgeted: m}.WriteTable(&b, DefaultLesson7())
+	if !strings.Contains(b.String(), "(all 5 tries ended so; this one: catalog works 280 ms") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}

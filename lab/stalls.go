@@ -13,9 +13,12 @@ import (
 // it may not: the operating system can keep it from running for several
 // milliseconds, now and then for tens of them, and a stall at the wrong
 // moment — an answer on its way back at the deadline, a hop near its cap —
-// decides the outcome instead of the budget. So a replay watches for
-// stalls while it measures, and when one decided a try it says so and
-// measures again, on a fresh shop.
+// decides the outcome instead of the budget. A replay knows those
+// outcomes: a call that timed out although its work ends well within its
+// timeout, an answer that missed the deadline although it had a margin to
+// spare. When a try ends like that, the replay says so and measures again,
+// on a fresh shop; it also watches for stalls while it measures, to say
+// how long the one it saw was.
 
 // maxTries is how many times a replay measures before it shows a try
 // that a stall decided, marked as such.
@@ -85,20 +88,21 @@ func hopStalled(name string, work, timeout time.Duration, outcome string) string
 		name, work.Milliseconds(), timeout.Milliseconds())
 }
 
-// answerStalled says why a try was decided by a stall on the answer's way
-// back, or "": the answer came too late, or without orders' report of its
-// hops, and just before the deadline this process was kept from running
-// for longer than the arithmetic leaves the answer to spare (a margin).
+// answerStalled says why a try was decided on the answer's way back, or
+// "": the answer came too late, or without orders' report of its hops,
+// although the arithmetic left it time to spare (a margin). Only a stall
+// does that: of this process, which the watch sees, or of the one thread
+// that carried the answer while the others ran, which it cannot.
 func answerStalled(late bool, stalls []stall, deadline time.Time, spare time.Duration) string {
 	if !late || spare <= 0 {
 		return ""
 	}
+	why := fmt.Sprintf("its answer missed the deadline although it had %d ms to spare", spare.Milliseconds())
 	// The answer is on its way in the last few spares before the
 	// deadline: orders', the gateway's, and its own travel.
 	window := 4*spare + 2*time.Millisecond
-	if s := longestStall(stalls, deadline.Add(-window), deadline); s > spare/2 {
-		return fmt.Sprintf("just before the deadline this process was kept from running %d ms, more than the %d ms its answer had to spare",
-			s.Round(time.Millisecond).Milliseconds(), spare.Milliseconds())
+	if s := longestStall(stalls, deadline.Add(-window), deadline); s > 0 {
+		return fmt.Sprintf("%s: just before the deadline this process was kept from running %d ms", why, s.Round(time.Millisecond).Milliseconds())
 	}
-	return ""
+	return why + ": a thread of this process was kept from running"
 }

@@ -407,7 +407,7 @@ func (r WaterfallResult) WriteTable(w io.Writer, cfg WaterfallConfig) {
 		fmt.Fprintf(w, "(Try %d was measured again: %s.)\n", i+1, why)
 	}
 	if r.Disturbed != "" {
-		fmt.Fprintf(w, "(Every try was decided by this machine, not the budget; this one: %s.)\n", r.Disturbed)
+		fmt.Fprintf(w, "(All %d tries ended so; this one: %s.)\n", maxTries, r.Disturbed)
 	}
 }
 
