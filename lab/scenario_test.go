@@ -89,13 +89,21 @@ checks:
 		t.Errorf("check measured %v, want the budgeted phase's checkout goodput %v", got, want)
 	}
 	// The shop really switched: only budgeted has breakers to open, and
-	// only naive works past the client's deadline.
-	b := res.Modes[1]
-	if b.Server.BreakerOpens < 1 || b.Server.LateWorkSeconds != 0 {
-		t.Errorf("budgeted server figures %+v, want a breaker open and no late work", b.Server)
+	// naive works on past the client's deadline while budgeted stops at it.
+	// A budgeted call can still end a few milliseconds late when the
+	// machine is busy (it is descheduled between its last check and its
+	// answer), so the two are compared as a ratio, not against zero.
+	b, n := res.Modes[1], res.Modes[0]
+	if b.Server.BreakerOpens < 1 {
+		t.Errorf("budgeted server figures %+v, want a breaker open", b.Server)
 	}
-	if n := res.Modes[0]; n.Server.LateWorkSeconds == 0 {
+	if n.Server.LateWorkSeconds == 0 {
 		t.Errorf("naive server figures %+v, want late work", n.Server)
+	}
+	t.Logf("late work: naive %.3fs, budgeted %.3fs", n.Server.LateWorkSeconds, b.Server.LateWorkSeconds)
+	if b.Server.LateWorkSeconds > n.Server.LateWorkSeconds/10 {
+		t.Errorf("budgeted late work %.3fs, naive's %.3fs: want budgeted's under a tenth of naive's",
+			b.Server.LateWorkSeconds, n.Server.LateWorkSeconds)
 	}
 	var browse loadtest.Summary
 	for _, c := range b.Classes {
