@@ -26,6 +26,8 @@ const (
 
 	// PaymentsCreateCharge is the payment provider's answer to a charge.
 	PaymentsCreateCharge = "CreateCharge"
+	// PaymentsScreenOrder is the fraud vendor's answer to a screening.
+	PaymentsScreenOrder = "ScreenOrder"
 	// ShippingCreateShipment is the carrier's answer to a booking.
 	ShippingCreateShipment = "CreateShipment"
 )
@@ -42,6 +44,7 @@ var simulated = []struct{ service, method, hop string }{
 	{ServiceCatalog, CatalogReserveStock, "catalog"},
 	{ServiceCatalog, CatalogReleaseStock, "catalog"},
 	{ServicePayments, PaymentsCreateCharge, "psp"},
+	{ServicePayments, PaymentsScreenOrder, "screen"},
 	{ServiceShipping, ShippingCreateShipment, "carrier"},
 }
 

@@ -80,6 +80,33 @@ type Mechanisms struct {
 	// replays the stored answer to a retry. Off, keys are ignored and a
 	// retried checkout is a new order with a new charge.
 	Idempotency bool `json:"idempotency"`
+	// Fanout: how orders runs the checkout's independent calls, reserving
+	// the stock and screening the order for fraud. Parallel, both share one
+	// remaining budget and the pair costs the slower of the two; sequential,
+	// one after the other, the pair costs their sum.
+	Fanout Fanout `json:"fanout"`
+}
+
+// Fanout is how independent calls run.
+type Fanout string
+
+// The fan-out strategies.
+const (
+	// FanoutParallel: independent calls run at once under the request's
+	// one deadline; the first critical failure cancels its siblings.
+	FanoutParallel Fanout = "parallel"
+	// FanoutSequential: one call after the other, as a chain written one
+	// step per line runs them.
+	FanoutSequential Fanout = "sequential"
+)
+
+// ParseFanout returns the fan-out strategy named s.
+func ParseFanout(s string) (Fanout, error) {
+	switch f := Fanout(s); f {
+	case FanoutParallel, FanoutSequential:
+		return f, nil
+	}
+	return "", fmt.Errorf("unknown fanout %q (want %q or %q)", s, FanoutParallel, FanoutSequential)
 }
 
 // Retries is a retry strategy.
@@ -110,13 +137,14 @@ func ParseRetries(s string) (Retries, error) {
 // Mechanisms returns the preset of m.
 func (m Mode) Mechanisms() Mechanisms {
 	on := m == Budgeted
-	retries := RetriesNaive
+	retries, fanout := RetriesNaive, FanoutSequential
 	if on {
-		retries = RetriesBudgeted
+		retries, fanout = RetriesBudgeted, FanoutParallel
 	}
 	return Mechanisms{
 		EdgeDeadline: on, ClipToBudget: on, Admission: on, HonourCancel: on,
 		Bulkheads: on, Breakers: on, Retries: retries, Outbox: on, Idempotency: on,
+		Fanout: fanout,
 	}
 }
 

@@ -75,9 +75,10 @@ func TestMechanisms(t *testing.T) {
 		{mode.Budgeted, mode.Mechanisms{
 			EdgeDeadline: true, ClipToBudget: true, Admission: true, HonourCancel: true,
 			Bulkheads: true, Breakers: true, Retries: mode.RetriesBudgeted, Outbox: true, Idempotency: true,
+			Fanout: mode.FanoutParallel,
 		}},
-		{mode.Naive, mode.Mechanisms{Retries: mode.RetriesNaive}},
-		{mode.Mode("unknown"), mode.Mechanisms{Retries: mode.RetriesNaive}},
+		{mode.Naive, mode.Mechanisms{Retries: mode.RetriesNaive, Fanout: mode.FanoutSequential}},
+		{mode.Mode("unknown"), mode.Mechanisms{Retries: mode.RetriesNaive, Fanout: mode.FanoutSequential}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.m), func(t *testing.T) {

@@ -21,6 +21,7 @@ type Overrides struct {
 	Retries      *Retries `json:"retries,omitempty"`
 	Idempotency  *bool    `json:"idempotency,omitempty"`
 	Outbox       *bool    `json:"outbox,omitempty"`
+	Fanout       *Fanout  `json:"fanout,omitempty"`
 }
 
 // Apply returns m with o's switches applied.
@@ -41,6 +42,9 @@ func (m Mechanisms) Apply(o Overrides) Mechanisms {
 	if o.Retries != nil {
 		m.Retries = *o.Retries
 	}
+	if o.Fanout != nil {
+		m.Fanout = *o.Fanout
+	}
 	return m
 }
 
@@ -48,6 +52,11 @@ func (m Mechanisms) Apply(o Overrides) Mechanisms {
 func (o Overrides) Validate() error {
 	if o.Retries != nil {
 		if _, err := ParseRetries(string(*o.Retries)); err != nil {
+			return err
+		}
+	}
+	if o.Fanout != nil {
+		if _, err := ParseFanout(string(*o.Fanout)); err != nil {
 			return err
 		}
 	}
@@ -64,7 +73,8 @@ func (o *Overrides) fields() map[string]**bool {
 }
 
 // Set implements flag.Value: a comma-separated list of name=value, such
-// as "breakers=off,retries=naive". Booleans take on/off or true/false.
+// as "breakers=off,retries=naive". Booleans take on/off or true/false;
+// retries takes naive, budgeted or off, and fanout parallel or sequential.
 func (o *Overrides) Set(text string) error {
 	var errs []error
 	for _, kv := range strings.Split(text, ",") {
@@ -86,6 +96,15 @@ func (o *Overrides) Set(text string) error {
 				continue
 			}
 			o.Retries = &r
+			continue
+		}
+		if name == "fanout" {
+			f, err := ParseFanout(val)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			o.Fanout = &f
 			continue
 		}
 		field, known := o.fields()[name]
@@ -130,6 +149,9 @@ func (o *Overrides) String() string {
 	}
 	if o.Retries != nil {
 		parts = append(parts, "retries="+string(*o.Retries))
+	}
+	if o.Fanout != nil {
+		parts = append(parts, "fanout="+string(*o.Fanout))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ",")

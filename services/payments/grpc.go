@@ -56,3 +56,26 @@ func (g grpcServer) GetCharge(ctx context.Context, req *paymentsv1.GetChargeRequ
 	}
 	return toProto(c), nil
 }
+
+func (g grpcServer) ScreenOrder(ctx context.Context, req *paymentsv1.ScreenOrderRequest) (*paymentsv1.Screening, error) {
+	r := ScreenRequest{OrderID: req.GetOrderId(), Customer: req.GetCustomer(), Address: req.GetAddress()}
+	for _, it := range req.GetItems() {
+		r.Items = append(r.Items, ScreenItem{SKU: it.GetSku(), Qty: it.GetQty()})
+	}
+	sc, err := g.svc.ScreenOrder(ctx, r)
+	if err != nil {
+		return nil, apperr.Status(err)
+	}
+	return &paymentsv1.Screening{Verdict: verdictToProto(sc.Verdict), Score: int32(sc.Score)}, nil
+}
+
+// verdictToProto is the one mapping from a screen's verdict to the wire's.
+func verdictToProto(v Verdict) paymentsv1.ScreenVerdict {
+	switch v {
+	case Approved:
+		return paymentsv1.ScreenVerdict_SCREEN_VERDICT_APPROVED
+	case Declined:
+		return paymentsv1.ScreenVerdict_SCREEN_VERDICT_DECLINED
+	}
+	return paymentsv1.ScreenVerdict_SCREEN_VERDICT_UNSPECIFIED
+}

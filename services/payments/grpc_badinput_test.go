@@ -29,6 +29,22 @@ func TestGRPCBadInput(t *testing.T) {
 			return err
 		}
 	}
+	okScreen := func() *paymentsv1.ScreenOrderRequest {
+		return &paymentsv1.ScreenOrderRequest{OrderId: "ord_1", Customer: "ada", Address: "1 Loop Rd",
+			Items: []*paymentsv1.ScreenItem{{Sku: "tea-sencha", Qty: 2}}}
+	}
+	screen := func(change func(*paymentsv1.ScreenOrderRequest)) func() error {
+		return func() error {
+			req := okScreen()
+			change(req)
+			_, err := c.ScreenOrder(ctx, req)
+			return err
+		}
+	}
+	many := make([]*paymentsv1.ScreenItem, 51)
+	for i := range many {
+		many[i] = &paymentsv1.ScreenItem{Sku: "tea-sencha", Qty: 1}
+	}
 	for _, tc := range []struct {
 		name string
 		call func() error
@@ -57,6 +73,15 @@ func TestGRPCBadInput(t *testing.T) {
 			_, err := c.VoidCharge(ctx, &paymentsv1.VoidChargeRequest{PaymentKey: strings.Repeat("k", 256)})
 			return err
 		}, codes.InvalidArgument, "payment_key is longer than 255"},
+		{"ScreenOrder: no order id", screen(func(r *paymentsv1.ScreenOrderRequest) { r.OrderId = "" }), codes.InvalidArgument, "order_id is required"},
+		{"ScreenOrder: order id over 64", screen(func(r *paymentsv1.ScreenOrderRequest) { r.OrderId = strings.Repeat("o", 65) }), codes.InvalidArgument, "order_id is longer than 64"},
+		{"ScreenOrder: no customer", screen(func(r *paymentsv1.ScreenOrderRequest) { r.Customer = "" }), codes.InvalidArgument, "customer must be 1 to 500 bytes"},
+		{"ScreenOrder: no address", screen(func(r *paymentsv1.ScreenOrderRequest) { r.Address = "" }), codes.InvalidArgument, "address must be 1 to 500 bytes"},
+		{"ScreenOrder: no items", screen(func(r *paymentsv1.ScreenOrderRequest) { r.Items = nil }), codes.InvalidArgument, "an order needs 1 to 50 items, got 0"},
+		{"ScreenOrder: 51 items", screen(func(r *paymentsv1.ScreenOrderRequest) { r.Items = many }), codes.InvalidArgument, "an order needs 1 to 50 items, got 51"},
+		{"ScreenOrder: no sku", screen(func(r *paymentsv1.ScreenOrderRequest) { r.Items[0].Sku = "" }), codes.InvalidArgument, "items[0].sku must be 1 to 64"},
+		{"ScreenOrder: zero qty", screen(func(r *paymentsv1.ScreenOrderRequest) { r.Items[0].Qty = 0 }), codes.InvalidArgument, "items[0].qty must be 1 to 1000, got 0"},
+		{"ScreenOrder: qty over 1000", screen(func(r *paymentsv1.ScreenOrderRequest) { r.Items[0].Qty = 1001 }), codes.InvalidArgument, "items[0].qty must be 1 to 1000, got 1001"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()

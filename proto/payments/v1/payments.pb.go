@@ -80,6 +80,58 @@ func (ChargeStatus) EnumDescriptor() ([]byte, []int) {
 	return file_payments_v1_payments_proto_rawDescGZIP(), []int{0}
 }
 
+// ScreenVerdict is the fraud screen's answer.
+type ScreenVerdict int32
+
+const (
+	ScreenVerdict_SCREEN_VERDICT_UNSPECIFIED ScreenVerdict = 0
+	// The order may be charged.
+	ScreenVerdict_SCREEN_VERDICT_APPROVED ScreenVerdict = 1
+	// The order must not be charged.
+	ScreenVerdict_SCREEN_VERDICT_DECLINED ScreenVerdict = 2
+)
+
+// Enum value maps for ScreenVerdict.
+var (
+	ScreenVerdict_name = map[int32]string{
+		0: "SCREEN_VERDICT_UNSPECIFIED",
+		1: "SCREEN_VERDICT_APPROVED",
+		2: "SCREEN_VERDICT_DECLINED",
+	}
+	ScreenVerdict_value = map[string]int32{
+		"SCREEN_VERDICT_UNSPECIFIED": 0,
+		"SCREEN_VERDICT_APPROVED":    1,
+		"SCREEN_VERDICT_DECLINED":    2,
+	}
+)
+
+func (x ScreenVerdict) Enum() *ScreenVerdict {
+	p := new(ScreenVerdict)
+	*p = x
+	return p
+}
+
+func (x ScreenVerdict) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScreenVerdict) Descriptor() protoreflect.EnumDescriptor {
+	return file_payments_v1_payments_proto_enumTypes[1].Descriptor()
+}
+
+func (ScreenVerdict) Type() protoreflect.EnumType {
+	return &file_payments_v1_payments_proto_enumTypes[1]
+}
+
+func (x ScreenVerdict) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScreenVerdict.Descriptor instead.
+func (ScreenVerdict) EnumDescriptor() ([]byte, []int) {
+	return file_payments_v1_payments_proto_rawDescGZIP(), []int{1}
+}
+
 type ChargeRequest struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	PaymentKey  string                 `protobuf:"bytes,1,opt,name=payment_key,json=paymentKey,proto3" json:"payment_key,omitempty"`
@@ -322,6 +374,180 @@ func (x *VoidChargeRequest) GetPaymentKey() string {
 	return ""
 }
 
+type ScreenOrderRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OrderId       string                 `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	Customer      string                 `protobuf:"bytes,2,opt,name=customer,proto3" json:"customer,omitempty"`
+	Address       string                 `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	Items         []*ScreenItem          `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScreenOrderRequest) Reset() {
+	*x = ScreenOrderRequest{}
+	mi := &file_payments_v1_payments_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScreenOrderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScreenOrderRequest) ProtoMessage() {}
+
+func (x *ScreenOrderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_payments_v1_payments_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScreenOrderRequest.ProtoReflect.Descriptor instead.
+func (*ScreenOrderRequest) Descriptor() ([]byte, []int) {
+	return file_payments_v1_payments_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ScreenOrderRequest) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+func (x *ScreenOrderRequest) GetCustomer() string {
+	if x != nil {
+		return x.Customer
+	}
+	return ""
+}
+
+func (x *ScreenOrderRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ScreenOrderRequest) GetItems() []*ScreenItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type ScreenItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sku           string                 `protobuf:"bytes,1,opt,name=sku,proto3" json:"sku,omitempty"`
+	Qty           int64                  `protobuf:"varint,2,opt,name=qty,proto3" json:"qty,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScreenItem) Reset() {
+	*x = ScreenItem{}
+	mi := &file_payments_v1_payments_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScreenItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScreenItem) ProtoMessage() {}
+
+func (x *ScreenItem) ProtoReflect() protoreflect.Message {
+	mi := &file_payments_v1_payments_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScreenItem.ProtoReflect.Descriptor instead.
+func (*ScreenItem) Descriptor() ([]byte, []int) {
+	return file_payments_v1_payments_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ScreenItem) GetSku() string {
+	if x != nil {
+		return x.Sku
+	}
+	return ""
+}
+
+func (x *ScreenItem) GetQty() int64 {
+	if x != nil {
+		return x.Qty
+	}
+	return 0
+}
+
+type Screening struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Verdict ScreenVerdict          `protobuf:"varint,1,opt,name=verdict,proto3,enum=mercado.payments.v1.ScreenVerdict" json:"verdict,omitempty"`
+	// score is the risk the screen saw, from 0 (none) to 100; an order at
+	// or above the screen's threshold is declined.
+	Score         int32 `protobuf:"varint,2,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Screening) Reset() {
+	*x = Screening{}
+	mi := &file_payments_v1_payments_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Screening) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Screening) ProtoMessage() {}
+
+func (x *Screening) ProtoReflect() protoreflect.Message {
+	mi := &file_payments_v1_payments_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Screening.ProtoReflect.Descriptor instead.
+func (*Screening) Descriptor() ([]byte, []int) {
+	return file_payments_v1_payments_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Screening) GetVerdict() ScreenVerdict {
+	if x != nil {
+		return x.Verdict
+	}
+	return ScreenVerdict_SCREEN_VERDICT_UNSPECIFIED
+}
+
+func (x *Screening) GetScore() int32 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
 var File_payments_v1_payments_proto protoreflect.FileDescriptor
 
 const file_payments_v1_payments_proto_rawDesc = "" +
@@ -347,17 +573,34 @@ const file_payments_v1_payments_proto_rawDesc = "" +
 	"paymentKey\"4\n" +
 	"\x11VoidChargeRequest\x12\x1f\n" +
 	"\vpayment_key\x18\x01 \x01(\tR\n" +
-	"paymentKey*\x7f\n" +
+	"paymentKey\"\x9c\x01\n" +
+	"\x12ScreenOrderRequest\x12\x19\n" +
+	"\border_id\x18\x01 \x01(\tR\aorderId\x12\x1a\n" +
+	"\bcustomer\x18\x02 \x01(\tR\bcustomer\x12\x18\n" +
+	"\aaddress\x18\x03 \x01(\tR\aaddress\x125\n" +
+	"\x05items\x18\x04 \x03(\v2\x1f.mercado.payments.v1.ScreenItemR\x05items\"0\n" +
+	"\n" +
+	"ScreenItem\x12\x10\n" +
+	"\x03sku\x18\x01 \x01(\tR\x03sku\x12\x10\n" +
+	"\x03qty\x18\x02 \x01(\x03R\x03qty\"_\n" +
+	"\tScreening\x12<\n" +
+	"\averdict\x18\x01 \x01(\x0e2\".mercado.payments.v1.ScreenVerdictR\averdict\x12\x14\n" +
+	"\x05score\x18\x02 \x01(\x05R\x05score*\x7f\n" +
 	"\fChargeStatus\x12\x1d\n" +
 	"\x19CHARGE_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15CHARGE_STATUS_PENDING\x10\x01\x12\x1b\n" +
 	"\x17CHARGE_STATUS_SUCCEEDED\x10\x02\x12\x18\n" +
-	"\x14CHARGE_STATUS_FAILED\x10\x032\x86\x02\n" +
+	"\x14CHARGE_STATUS_FAILED\x10\x03*i\n" +
+	"\rScreenVerdict\x12\x1e\n" +
+	"\x1aSCREEN_VERDICT_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17SCREEN_VERDICT_APPROVED\x10\x01\x12\x1b\n" +
+	"\x17SCREEN_VERDICT_DECLINED\x10\x022\xde\x02\n" +
 	"\x0fPaymentsService\x12O\n" +
 	"\fCreateCharge\x12\".mercado.payments.v1.ChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12O\n" +
 	"\tGetCharge\x12%.mercado.payments.v1.GetChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12Q\n" +
 	"\n" +
-	"VoidCharge\x12&.mercado.payments.v1.VoidChargeRequest\x1a\x1b.mercado.payments.v1.ChargeB=Z;github.com/mercado-lab/mercado/proto/payments/v1;paymentsv1b\x06proto3"
+	"VoidCharge\x12&.mercado.payments.v1.VoidChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12V\n" +
+	"\vScreenOrder\x12'.mercado.payments.v1.ScreenOrderRequest\x1a\x1e.mercado.payments.v1.ScreeningB=Z;github.com/mercado-lab/mercado/proto/payments/v1;paymentsv1b\x06proto3"
 
 var (
 	file_payments_v1_payments_proto_rawDescOnce sync.Once
@@ -371,28 +614,36 @@ func file_payments_v1_payments_proto_rawDescGZIP() []byte {
 	return file_payments_v1_payments_proto_rawDescData
 }
 
-var file_payments_v1_payments_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_payments_v1_payments_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_payments_v1_payments_proto_goTypes = []any{
-	(ChargeStatus)(0),         // 0: mercado.payments.v1.ChargeStatus
-	(*ChargeRequest)(nil),     // 1: mercado.payments.v1.ChargeRequest
-	(*Charge)(nil),            // 2: mercado.payments.v1.Charge
-	(*GetChargeRequest)(nil),  // 3: mercado.payments.v1.GetChargeRequest
-	(*VoidChargeRequest)(nil), // 4: mercado.payments.v1.VoidChargeRequest
+	(ChargeStatus)(0),          // 0: mercado.payments.v1.ChargeStatus
+	(ScreenVerdict)(0),         // 1: mercado.payments.v1.ScreenVerdict
+	(*ChargeRequest)(nil),      // 2: mercado.payments.v1.ChargeRequest
+	(*Charge)(nil),             // 3: mercado.payments.v1.Charge
+	(*GetChargeRequest)(nil),   // 4: mercado.payments.v1.GetChargeRequest
+	(*VoidChargeRequest)(nil),  // 5: mercado.payments.v1.VoidChargeRequest
+	(*ScreenOrderRequest)(nil), // 6: mercado.payments.v1.ScreenOrderRequest
+	(*ScreenItem)(nil),         // 7: mercado.payments.v1.ScreenItem
+	(*Screening)(nil),          // 8: mercado.payments.v1.Screening
 }
 var file_payments_v1_payments_proto_depIdxs = []int32{
 	0, // 0: mercado.payments.v1.Charge.status:type_name -> mercado.payments.v1.ChargeStatus
-	1, // 1: mercado.payments.v1.PaymentsService.CreateCharge:input_type -> mercado.payments.v1.ChargeRequest
-	3, // 2: mercado.payments.v1.PaymentsService.GetCharge:input_type -> mercado.payments.v1.GetChargeRequest
-	4, // 3: mercado.payments.v1.PaymentsService.VoidCharge:input_type -> mercado.payments.v1.VoidChargeRequest
-	2, // 4: mercado.payments.v1.PaymentsService.CreateCharge:output_type -> mercado.payments.v1.Charge
-	2, // 5: mercado.payments.v1.PaymentsService.GetCharge:output_type -> mercado.payments.v1.Charge
-	2, // 6: mercado.payments.v1.PaymentsService.VoidCharge:output_type -> mercado.payments.v1.Charge
-	4, // [4:7] is the sub-list for method output_type
-	1, // [1:4] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	7, // 1: mercado.payments.v1.ScreenOrderRequest.items:type_name -> mercado.payments.v1.ScreenItem
+	1, // 2: mercado.payments.v1.Screening.verdict:type_name -> mercado.payments.v1.ScreenVerdict
+	2, // 3: mercado.payments.v1.PaymentsService.CreateCharge:input_type -> mercado.payments.v1.ChargeRequest
+	4, // 4: mercado.payments.v1.PaymentsService.GetCharge:input_type -> mercado.payments.v1.GetChargeRequest
+	5, // 5: mercado.payments.v1.PaymentsService.VoidCharge:input_type -> mercado.payments.v1.VoidChargeRequest
+	6, // 6: mercado.payments.v1.PaymentsService.ScreenOrder:input_type -> mercado.payments.v1.ScreenOrderRequest
+	3, // 7: mercado.payments.v1.PaymentsService.CreateCharge:output_type -> mercado.payments.v1.Charge
+	3, // 8: mercado.payments.v1.PaymentsService.GetCharge:output_type -> mercado.payments.v1.Charge
+	3, // 9: mercado.payments.v1.PaymentsService.VoidCharge:output_type -> mercado.payments.v1.Charge
+	8, // 10: mercado.payments.v1.PaymentsService.ScreenOrder:output_type -> mercado.payments.v1.Screening
+	7, // [7:11] is the sub-list for method output_type
+	3, // [3:7] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_payments_v1_payments_proto_init() }
@@ -405,8 +656,8 @@ func file_payments_v1_payments_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_payments_v1_payments_proto_rawDesc), len(file_payments_v1_payments_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   4,
+			NumEnums:      2,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

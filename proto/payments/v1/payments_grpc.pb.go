@@ -25,6 +25,7 @@ const (
 	PaymentsService_CreateCharge_FullMethodName = "/mercado.payments.v1.PaymentsService/CreateCharge"
 	PaymentsService_GetCharge_FullMethodName    = "/mercado.payments.v1.PaymentsService/GetCharge"
 	PaymentsService_VoidCharge_FullMethodName   = "/mercado.payments.v1.PaymentsService/VoidCharge"
+	PaymentsService_ScreenOrder_FullMethodName  = "/mercado.payments.v1.PaymentsService/ScreenOrder"
 )
 
 // PaymentsServiceClient is the client API for PaymentsService service.
@@ -39,6 +40,10 @@ type PaymentsServiceClient interface {
 	// that a charge attempt still on its way cannot take money later. A key
 	// already charged is returned as it is.
 	VoidCharge(ctx context.Context, in *VoidChargeRequest, opts ...grpc.CallOption) (*Charge, error)
+	// ScreenOrder asks the fraud screen about an order before it is charged.
+	// It needs no price, so a caller can run it alongside the stock
+	// reservation. A declined order must not be charged.
+	ScreenOrder(ctx context.Context, in *ScreenOrderRequest, opts ...grpc.CallOption) (*Screening, error)
 }
 
 type paymentsServiceClient struct {
@@ -79,6 +84,16 @@ func (c *paymentsServiceClient) VoidCharge(ctx context.Context, in *VoidChargeRe
 	return out, nil
 }
 
+func (c *paymentsServiceClient) ScreenOrder(ctx context.Context, in *ScreenOrderRequest, opts ...grpc.CallOption) (*Screening, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Screening)
+	err := c.cc.Invoke(ctx, PaymentsService_ScreenOrder_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PaymentsServiceServer is the server API for PaymentsService service.
 // All implementations must embed UnimplementedPaymentsServiceServer
 // for forward compatibility.
@@ -91,6 +106,10 @@ type PaymentsServiceServer interface {
 	// that a charge attempt still on its way cannot take money later. A key
 	// already charged is returned as it is.
 	VoidCharge(context.Context, *VoidChargeRequest) (*Charge, error)
+	// ScreenOrder asks the fraud screen about an order before it is charged.
+	// It needs no price, so a caller can run it alongside the stock
+	// reservation. A declined order must not be charged.
+	ScreenOrder(context.Context, *ScreenOrderRequest) (*Screening, error)
 	mustEmbedUnimplementedPaymentsServiceServer()
 }
 
@@ -109,6 +128,9 @@ func (UnimplementedPaymentsServiceServer) GetCharge(context.Context, *GetChargeR
 }
 func (UnimplementedPaymentsServiceServer) VoidCharge(context.Context, *VoidChargeRequest) (*Charge, error) {
 	return nil, status.Error(codes.Unimplemented, "method VoidCharge not implemented")
+}
+func (UnimplementedPaymentsServiceServer) ScreenOrder(context.Context, *ScreenOrderRequest) (*Screening, error) {
+	return nil, status.Error(codes.Unimplemented, "method ScreenOrder not implemented")
 }
 func (UnimplementedPaymentsServiceServer) mustEmbedUnimplementedPaymentsServiceServer() {}
 func (UnimplementedPaymentsServiceServer) testEmbeddedByValue()                         {}
@@ -185,6 +207,24 @@ func _PaymentsService_VoidCharge_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PaymentsService_ScreenOrder_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ScreenOrderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PaymentsServiceServer).ScreenOrder(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PaymentsService_ScreenOrder_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PaymentsServiceServer).ScreenOrder(ctx, req.(*ScreenOrderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PaymentsService_ServiceDesc is the grpc.ServiceDesc for PaymentsService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -203,6 +243,10 @@ var PaymentsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "VoidCharge",
 			Handler:    _PaymentsService_VoidCharge_Handler,
+		},
+		{
+			MethodName: "ScreenOrder",
+			Handler:    _PaymentsService_ScreenOrder_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
