@@ -33,7 +33,7 @@ func TestBadUsageIsOneLine(t *testing.T) {
 		{"a fault method in the wrong case", []string{"serve", "catalog", "--fault", "reservestock:latency=1s"}, nil,
 			`mercado: serve catalog: --fault: unknown method "reservestock" for catalog: names are case-sensitive, did you mean ReserveStock? ` + catalogMethods},
 		{"another service's method", []string{"serve", "payments", "--fault", "CreateShipment:hang"}, nil,
-			`mercado: serve payments: --fault: unknown method "CreateShipment" for payments (want CreateCharge or *)`},
+			`mercado: serve payments: --fault: unknown method "CreateShipment" for payments (want CreateCharge, ScreenOrder or *)`},
 		{"an unknown fault method in serve all", []string{"serve", "all", "--catalog-fault", "NoSuchMethod:latency=1s"}, nil,
 			`mercado: serve all: --catalog-fault: unknown method "NoSuchMethod" for catalog ` + catalogMethods},
 		{"an unknown fault method from the environment", []string{"serve", "shipping"}, map[string]string{"MERCADO_FAULT": "createshipment:hang"},

@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/internal/telemetry/otlptest"
@@ -23,10 +25,18 @@ import (
 // checkout's trace, found from the gateway's span for the route.
 func traceCheckout(t *testing.T, m mode.Mode) []otlptest.Span {
 	t.Helper()
+	return traceCheckoutWith(t, m, func(*shop.Config) {})
+}
+
+// traceCheckoutWith is traceCheckout on a shop whose configuration change
+// has changed.
+func traceCheckoutWith(t *testing.T, m mode.Mode, change func(*shop.Config)) []otlptest.Span {
+	t.Helper()
 	rcv := otlptest.Start(t)
 	rcv.Setenv(t)
 	cfg := shop.EphemeralConfig()
 	cfg.Shared.Mode, cfg.Shared.Margin, cfg.Shared.Floor = m, serve.DefaultMargin, serve.DefaultFloor
+	change(&cfg)
 	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("start: %v", err)
@@ -69,10 +79,11 @@ func traceCheckout(t *testing.T, m mode.Mode) []otlptest.Span {
 	return spans
 }
 
-// leafMethods are the three calls of the checkout chain, as the leaves'
+// leafMethods are the four calls of the checkout chain, as the leaves'
 // server spans are named.
 var leafMethods = []string{
 	"mercado.catalog.v1.CatalogService/ReserveStock",
+	"mercado.payments.v1.PaymentsService/ScreenOrder",
 	"mercado.payments.v1.PaymentsService/CreateCharge",
 	"mercado.shipping.v1.ShippingService/CreateShipment",
 }
@@ -164,8 +175,8 @@ func TestCheckoutTraceBudgeted(t *testing.T) {
 			}
 		}
 	}
-	if leaves != 3 {
-		t.Errorf("%d leaf calls in the trace, want 3 (reserve, charge, ship)", leaves)
+	if leaves != 4 {
+		t.Errorf("%d leaf calls in the trace, want 4 (reserve, screen, charge, ship)", leaves)
 	}
 }
 
@@ -200,8 +211,53 @@ func TestCheckoutTraceNaive(t *testing.T) {
 			}
 		}
 	}
-	if calls != 3 {
-		t.Errorf("%d calls from orders, want 3", calls)
+	if calls != 4 {
+		t.Errorf("%d calls from orders, want 4", calls)
+	}
+}
+
+// TestCheckoutTraceFanout: the trace shows the fan-out. With catalog and
+// the fraud screen each taking 60 ms, orders' two calls overlap in
+// budgeted mode (parallel), and in naive mode (sequential) the screen's
+// starts after the reservation's has ended.
+func TestCheckoutTraceFanout(t *testing.T) {
+	const took = 60 * time.Millisecond
+	for _, m := range []mode.Mode{mode.Budgeted, mode.Naive} {
+		t.Run(string(m), func(t *testing.T) {
+			spans := traceCheckoutWith(t, m, func(c *shop.Config) {
+				c.Catalog.Faults = faults.Set{faults.CatalogReserveStock: {Latency: took}}
+				c.Payments.Faults = faults.Set{faults.PaymentsScreenOrder: {Latency: took}}
+			})
+			calls := map[string]otlptest.Span{}
+			for _, sp := range spans {
+				if sp.Kind != tracepb.Span_SPAN_KIND_SERVER || !slices.Contains(leafMethods[:2], sp.Name) {
+					continue
+				}
+				call, ok := callOf(spans, sp)
+				if !ok {
+					t.Fatalf("%s: no call span from orders above it", sp.Name)
+				}
+				calls[sp.Name] = call
+			}
+			reserve, okR := calls[leafMethods[0]]
+			screen, okS := calls[leafMethods[1]]
+			if !okR || !okS {
+				t.Fatalf("calls from orders: %v, want the reservation's and the screen's", calls)
+			}
+			overlap := time.Duration(int64(min(reserve.End, screen.End)) - int64(max(reserve.Start, screen.Start)))
+			t.Logf("reserve [0, %v], screen [%v, %v]: overlap %v", time.Duration(reserve.End-reserve.Start),
+				time.Duration(int64(screen.Start)-int64(reserve.Start)), time.Duration(int64(screen.End)-int64(reserve.Start)), overlap)
+			switch m {
+			case mode.Budgeted:
+				if overlap < took/2 {
+					t.Errorf("the two calls overlap by %v, want most of their %v", overlap, took)
+				}
+			case mode.Naive:
+				if screen.Start < reserve.End {
+					t.Errorf("the screen started %v before the reservation ended, want after", time.Duration(reserve.End-screen.Start))
+				}
+			}
+		})
 	}
 }
 

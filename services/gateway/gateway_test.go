@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/timing"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/services/catalog"
@@ -229,11 +230,16 @@ func TestCheckout(t *testing.T) {
 	}
 
 	// Server-Timing shows every hop of the chain: the gateway's call to
-	// orders, the three calls orders made, in the lesson's order, and the
-	// gateway's total.
+	// orders, the four calls orders made — the reservation and the fraud
+	// screen at once (budgeted mode), in the order they ended, then the
+	// charge and the shipment — and the gateway's total.
 	hops := serverTiming(t, r)
-	if names := hopNames(hops); !slices.Equal(names, []string{"orders", "catalog", "payments", "shipping", "total"}) {
-		t.Errorf("Server-Timing hops = %q, want orders, catalog, payments, shipping, total", names)
+	names := hopNames(hops)
+	if len(names) == 6 {
+		slices.Sort(names[1:3])
+	}
+	if !slices.Equal(names, []string{"orders", "catalog", "fraud", "payments", "shipping", "total"}) {
+		t.Errorf("Server-Timing hops = %q, want orders, catalog and fraud, payments, shipping, total", hopNames(hops))
 	}
 	for _, h := range hops {
 		if h.Name != "total" && h.Outcome != "ok" {
@@ -274,6 +280,41 @@ func TestCheckoutOutOfStock(t *testing.T) {
 	p := decode[gateway.Product](t, a.get(t, "/api/products/filter-paper", nil))
 	if p.Stock != 0 {
 		t.Errorf("filter-paper stock = %d, want 0", p.Stock)
+	}
+}
+
+// The fraud screen declines a customer on its watch list: the checkout is
+// refused as a declined payment is (409), nothing is charged, and the
+// stock the reservation took is back. The screen is held back 50 ms, so
+// the reservation has its answer when the screen declines.
+func TestCheckoutDeclinedByTheFraudScreen(t *testing.T) {
+	cfg := shop.EphemeralConfig()
+	cfg.Payments.Faults = faults.Set{faults.PaymentsScreenOrder: {Latency: 50 * time.Millisecond}}
+	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("starting the shop: %v", err)
+	}
+	tr := &http.Transport{}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		if err := s.Stop(); err != nil {
+			t.Errorf("stopping the shop: %v", err)
+		}
+	})
+	a := api{base: s.GatewayURL(), c: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	before := decode[gateway.Product](t, a.get(t, "/api/products/tea-sencha", nil))
+
+	declined := checkoutBodyWith(func(c *gateway.CheckoutRequest) {
+		c.Customer, c.Items = "mallory", []gateway.Item{{SKU: "tea-sencha", Qty: 40}}
+	})
+	r := a.checkout(t, declined, nil)
+	checkProblem(t, r, http.StatusConflict, "declined by the fraud screen")
+
+	if after := decode[gateway.Product](t, a.get(t, "/api/products/tea-sencha", nil)); after.Stock != before.Stock {
+		t.Errorf("tea-sencha stock = %d after the declined checkout, want %d back", after.Stock, before.Stock)
+	}
+	if r := a.checkout(t, checkoutBody(gateway.Item{SKU: "tea-sencha", Qty: 40}), map[string]string{"Idempotency-Key": "second"}); r.code != http.StatusCreated {
+		t.Errorf("the same checkout by another customer = %d, want 201 (body %s)", r.code, r.body)
 	}
 }
 

@@ -2,6 +2,7 @@ package orders
 
 import (
 	"context"
+	"fmt"
 
 	"google.golang.org/grpc"
 
@@ -10,7 +11,7 @@ import (
 	shippingv1 "github.com/mercado-lab/mercado/proto/shipping/v1"
 )
 
-// The gRPC adapters of the three dependencies. They translate; errors come
+// The gRPC adapters of the four dependencies. They translate; errors come
 // back as the dependency's gRPC status for the service to classify.
 //
 // Every call below passes its dependency's resilience.ClientChain
@@ -18,7 +19,8 @@ import (
 // deadline.Policy.Decide (pkg/deadline/budget.go) computes the call's
 // timeout. Budgeted: min(cap, remaining − margin), and no call at all with
 // less than the floor left. Naive: the dependency's cap, whatever is left.
-// The caps are config.go's (--catalog-cap, --payments-cap, --shipping-cap).
+// The caps are config.go's (--catalog-cap, --fraud-cap, --payments-cap,
+// --shipping-cap).
 
 type catalogClient struct {
 	c catalogv1.CatalogServiceClient
@@ -104,6 +106,36 @@ func (c paymentsClient) Void(ctx context.Context, key string) (Charge, error) {
 		return Charge{}, err
 	}
 	return chargeFromProto(ch), nil
+}
+
+// fraudClient asks payments' fraud screen, on a connection of its own
+// that runs the fraud chain (its own cap, bulkhead and breaker), apart
+// from the charges'.
+type fraudClient struct {
+	c paymentsv1.PaymentsServiceClient
+}
+
+var _ Fraud = fraudClient{}
+
+func (c fraudClient) Screen(ctx context.Context, o Order) (Screening, error) {
+	req := &paymentsv1.ScreenOrderRequest{OrderId: o.ID, Customer: o.Customer, Address: o.Address}
+	for _, it := range o.Items {
+		req.Items = append(req.Items, &paymentsv1.ScreenItem{Sku: it.SKU, Qty: it.Qty})
+	}
+	// Timeout: Policy.Decide — budgeted min(FraudCap, remaining − margin),
+	// naive FraudCap.
+	r, err := c.c.ScreenOrder(ctx, req)
+	if err != nil {
+		return Screening{}, err
+	}
+	switch r.GetVerdict() {
+	case paymentsv1.ScreenVerdict_SCREEN_VERDICT_APPROVED:
+		return Screening{Approved: true, Score: int(r.GetScore())}, nil
+	case paymentsv1.ScreenVerdict_SCREEN_VERDICT_DECLINED:
+		return Screening{Score: int(r.GetScore())}, nil
+	}
+	// A verdict this version does not know approves nothing.
+	return Screening{}, fmt.Errorf("fraud screen: unknown verdict %v", r.GetVerdict())
 }
 
 type shippingClient struct {

@@ -19,6 +19,9 @@ const (
 
 	DefaultCatalogCap  = 300 * time.Millisecond
 	DefaultPaymentsCap = 800 * time.Millisecond
+	// DefaultFraudCap is the fraud screen's: lesson 7's exercise 2 gives
+	// it 300 ms.
+	DefaultFraudCap    = 300 * time.Millisecond
 	DefaultShippingCap = 300 * time.Millisecond
 )
 
@@ -27,8 +30,9 @@ type Config struct {
 	serve.Common
 	// Addresses of the three dependencies.
 	CatalogAddr, PaymentsAddr, ShippingAddr string
-	// Each dependency's own timeout cap.
-	CatalogCap, PaymentsCap, ShippingCap time.Duration
+	// Each dependency's own timeout cap. The fraud screen is payments'
+	// (at PaymentsAddr) but a dependency of its own, with its own cap.
+	CatalogCap, FraudCap, PaymentsCap, ShippingCap time.Duration
 }
 
 // DefaultConfig returns the configuration with every default filled in.
@@ -36,7 +40,7 @@ func DefaultConfig() Config {
 	return Config{
 		Common:      serve.Defaults(DefaultAddr, DefaultAdminAddr),
 		CatalogAddr: "localhost:8082", PaymentsAddr: "localhost:8083", ShippingAddr: "localhost:8084",
-		CatalogCap: DefaultCatalogCap, PaymentsCap: DefaultPaymentsCap, ShippingCap: DefaultShippingCap,
+		CatalogCap: DefaultCatalogCap, FraudCap: DefaultFraudCap, PaymentsCap: DefaultPaymentsCap, ShippingCap: DefaultShippingCap,
 	}
 }
 
@@ -57,6 +61,7 @@ func (c *Config) RegisterDependencyFlags(fs *flag.FlagSet) {
 // RegisterCapFlags binds the dependencies' caps only.
 func (c *Config) RegisterCapFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.CatalogCap, "catalog-cap", c.CatalogCap, "own timeout of each call to catalog")
+	fs.DurationVar(&c.FraudCap, "fraud-cap", c.FraudCap, "own timeout of each call to payments' fraud screen")
 	fs.DurationVar(&c.PaymentsCap, "payments-cap", c.PaymentsCap, "own timeout of each call to payments")
 	fs.DurationVar(&c.ShippingCap, "shipping-cap", c.ShippingCap, "own timeout of each call to shipping")
 }
@@ -74,7 +79,7 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"catalog-cap", c.CatalogCap}, {"payments-cap", c.PaymentsCap}, {"shipping-cap", c.ShippingCap}} {
+	}{{"catalog-cap", c.CatalogCap}, {"fraud-cap", c.FraudCap}, {"payments-cap", c.PaymentsCap}, {"shipping-cap", c.ShippingCap}} {
 		if d.v <= 0 || d.v > time.Hour {
 			errs = append(errs, fmt.Errorf("%s: %v is outside (0, 1h]", d.name, d.v))
 		}

@@ -185,6 +185,18 @@ const (
 	ChargeFailed ChargeStatus = "failed"
 )
 
+// Fraud screens an order before it is charged (payments' fraud screen).
+type Fraud interface {
+	Screen(ctx context.Context, o Order) (Screening, error)
+}
+
+// Screening is the fraud screen's answer about an order.
+type Screening struct {
+	Approved bool
+	// Score is the risk the screen saw, 0 to 100.
+	Score int
+}
+
 // Shipping books an order's shipment.
 type Shipping interface {
 	Ship(ctx context.Context, o Order) (shipmentID string, err error)

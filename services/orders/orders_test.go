@@ -194,8 +194,13 @@ func (k *fakeKeys) seen(ctx context.Context) {
 }
 
 type fakeCatalog struct {
-	log        *callLog
+	log *callLog
+	// delay, when set, is how long Reserve takes, unless its context ends
+	// first.
+	delay      time.Duration
 	mu         sync.Mutex
+	reserveCtx []ctxSeen
+	reserveAt  []time.Time
 	reserveErr error
 	releaseErr error
 	reservedBy []string // order IDs
@@ -207,6 +212,12 @@ var _ orders.Catalog = (*fakeCatalog)(nil)
 
 func (c *fakeCatalog) Reserve(ctx context.Context, orderID string, items []orders.Item) (orders.Reservation, error) {
 	c.log.add("catalog.Reserve")
+	c.mu.Lock()
+	c.reserveCtx, c.reserveAt = append(c.reserveCtx, see(ctx)), append(c.reserveAt, time.Now())
+	c.mu.Unlock()
+	if err := wait(ctx, c.delay); err != nil {
+		return orders.Reservation{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reservedBy = append(c.reservedBy, orderID)
@@ -235,6 +246,55 @@ func (c *fakeCatalog) releases() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.released)
+}
+
+// wait takes d, or until ctx ends; a cut wait answers as a gRPC call
+// would, with the status of ctx's end.
+func wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+// fakeFraud approves every order unless told to decline or fail, after
+// delay (cut short when its context ends). It keeps out of the shared
+// call log: in parallel mode its call would race catalog's for a place
+// in it, and the tests that read the log check the chain's other steps.
+type fakeFraud struct {
+	delay   time.Duration
+	decline bool
+	err     error
+
+	mu       sync.Mutex
+	screened []string // order IDs
+	seen     []ctxSeen
+	at       []time.Time
+}
+
+var _ orders.Fraud = (*fakeFraud)(nil)
+
+func (f *fakeFraud) Screen(ctx context.Context, o orders.Order) (orders.Screening, error) {
+	f.mu.Lock()
+	f.screened, f.seen, f.at = append(f.screened, o.ID), append(f.seen, see(ctx)), append(f.at, time.Now())
+	f.mu.Unlock()
+	if err := wait(ctx, f.delay); err != nil {
+		return orders.Screening{}, err
+	}
+	if f.err != nil {
+		return orders.Screening{}, f.err
+	}
+	if f.decline {
+		return orders.Screening{Score: 90}, nil
+	}
+	return orders.Screening{Approved: true, Score: 2}, nil
 }
 
 // fakePayments answers Charge with chargeStatus (succeeded when empty) or
@@ -362,6 +422,7 @@ type shop struct {
 	keys     *fakeKeys
 	catalog  *fakeCatalog
 	payments *fakePayments
+	fraud    *fakeFraud
 	shipping *fakeShipping
 	settings *mode.Live
 	logs     *syncBuffer
@@ -395,12 +456,13 @@ func newShop(t *testing.T) *shop {
 		keys:     &fakeKeys{log: log, keys: orders.NewMemKeys()},
 		catalog:  &fakeCatalog{log: log},
 		payments: &fakePayments{log: log},
+		fraud:    &fakeFraud{},
 		shipping: &fakeShipping{log: log},
 		settings: mode.NewLive(settingsOf(mode.Budgeted)),
 		logs:     &syncBuffer{},
 	}
 	svc, err := orders.NewService(orders.Deps{
-		Store: s.store, Keys: s.keys, Catalog: s.catalog, Payments: s.payments, Shipping: s.shipping,
+		Store: s.store, Keys: s.keys, Catalog: s.catalog, Payments: s.payments, Fraud: s.fraud, Shipping: s.shipping,
 		Settings: s.settings, Log: slog.New(slog.NewJSONHandler(s.logs, nil)),
 	})
 	if err != nil {
@@ -430,7 +492,7 @@ func TestNewServiceRequiresDependencies(t *testing.T) {
 	log := &callLog{}
 	full := orders.Deps{
 		Store: &fakeStore{log: log}, Keys: orders.NewMemKeys(), Catalog: &fakeCatalog{log: log},
-		Payments: &fakePayments{log: log}, Shipping: &fakeShipping{log: log},
+		Payments: &fakePayments{log: log}, Fraud: &fakeFraud{}, Shipping: &fakeShipping{log: log},
 		Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: slog.New(slog.DiscardHandler),
 	}
 	tests := []struct {
@@ -441,6 +503,7 @@ func TestNewServiceRequiresDependencies(t *testing.T) {
 		{"no keys", func(d *orders.Deps) { d.Keys = nil }},
 		{"no catalog", func(d *orders.Deps) { d.Catalog = nil }},
 		{"no payments", func(d *orders.Deps) { d.Payments = nil }},
+		{"no fraud screen", func(d *orders.Deps) { d.Fraud = nil }},
 		{"no shipping", func(d *orders.Deps) { d.Shipping = nil }},
 		{"no settings", func(d *orders.Deps) { d.Settings = nil }},
 		{"no logger", func(d *orders.Deps) { d.Log = nil }},
@@ -928,7 +991,7 @@ func TestGetOrder(t *testing.T) {
 	log := &callLog{}
 	svc, err := orders.NewService(orders.Deps{
 		Store: orders.NewMemStore(), Keys: orders.NewMemKeys(), Catalog: &fakeCatalog{log: log},
-		Payments: &fakePayments{log: log}, Shipping: &fakeShipping{log: log},
+		Payments: &fakePayments{log: log}, Fraud: &fakeFraud{}, Shipping: &fakeShipping{log: log},
 		Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

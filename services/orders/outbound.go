@@ -16,13 +16,14 @@ import (
 )
 
 // hopNames name each outbound method in Server-Timing and the lab's
-// tables: the checkout chain's three calls by their dependency, the rest
+// tables: the checkout chain's four calls by their dependency, the rest
 // by dependency and verb.
 var hopNames = map[string]string{
 	catalogv1.CatalogService_ReserveStock_FullMethodName:     "catalog",
 	catalogv1.CatalogService_ReleaseStock_FullMethodName:     "catalog.release",
 	paymentsv1.PaymentsService_CreateCharge_FullMethodName:   "payments",
 	paymentsv1.PaymentsService_GetCharge_FullMethodName:      "payments.get",
+	paymentsv1.PaymentsService_ScreenOrder_FullMethodName:    "fraud",
 	shippingv1.ShippingService_CreateShipment_FullMethodName: "shipping",
 }
 
@@ -33,16 +34,18 @@ func hopName(method string) string {
 	return method
 }
 
-// dependencies are the client chains of orders' three dependencies: the
-// interceptors to dial each with.
+// dependencies are the client chains of orders' four dependencies: the
+// interceptors to dial each with. The fraud screen is served by payments
+// but is a dependency of its own: its own cap, bulkhead and breaker, so a
+// slow screen does not take the charges' slots, nor open their breaker.
 type dependencies struct {
-	catalog, payments, shipping grpc.UnaryClientInterceptor
+	catalog, fraud, payments, shipping grpc.UnaryClientInterceptor
 }
 
 // newDependencies builds the chain of each dependency
 // (resilience.ClientChain: retries, pool, breaker, clip): its own cap, and
 // the mechanisms of the mode each call's request runs in. In naive mode
-// the three share one outbound pool (the vendor is not on a pool of its
+// the four share one outbound pool (the vendor is not on a pool of its
 // own) and every call is retried blind; in budgeted mode each has its own
 // bulkhead and breaker, and this layer — the only one that retries —
 // retries within the budget. Every call orders makes is idempotent: a
@@ -69,6 +72,7 @@ func newDependencies(kit *serve.Kit, cfg Config) dependencies {
 	}
 	return dependencies{
 		catalog:  dep("catalog", cfg.CatalogCap),
+		fraud:    dep("fraud", cfg.FraudCap),
 		payments: dep("payments", cfg.PaymentsCap),
 		shipping: dep("shipping", cfg.ShippingCap),
 	}

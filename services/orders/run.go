@@ -40,7 +40,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	for _, d := range []struct {
 		addr  string
 		chain grpc.UnaryClientInterceptor
-	}{{cfg.CatalogAddr, deps.catalog}, {cfg.PaymentsAddr, deps.payments}, {cfg.ShippingAddr, deps.shipping}} {
+	}{{cfg.CatalogAddr, deps.catalog}, {cfg.PaymentsAddr, deps.payments}, {cfg.ShippingAddr, deps.shipping}, {cfg.PaymentsAddr, deps.fraud}} {
 		cc, err := dial.Conn(d.addr, dial.Options{
 			Interceptors: []grpc.UnaryClientInterceptor{d.chain},
 			StatsHandler: kit.Tracing.GRPCClientHandler(),
@@ -56,6 +56,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		Catalog:  catalogClient{catalogv1.NewCatalogServiceClient(cs[0])},
 		Payments: paymentsClient{paymentsv1.NewPaymentsServiceClient(cs[1])},
 		Shipping: shippingClient{shippingv1.NewShippingServiceClient(cs[2])},
+		Fraud:    fraudClient{paymentsv1.NewPaymentsServiceClient(cs[3])},
 		Settings: kit.Settings, Log: kit.Log, Work: kit.Faults,
 	})
 	if err != nil {

@@ -20,6 +20,7 @@ type Service struct {
 	keys     Keys
 	catalog  Catalog
 	payments Payments
+	fraud    Fraud
 	shipping Shipping
 	settings *mode.Live
 	work     *faults.Injector
@@ -33,6 +34,8 @@ type Deps struct {
 	Keys     Keys
 	Catalog  Catalog
 	Payments Payments
+	// Fraud is payments' fraud screen, asked before the charge.
+	Fraud    Fraud
 	Shipping Shipping
 	// Settings are the mode's settings. A request reads the snapshot its
 	// server took (mode.Live.For); a background worker takes one per unit
@@ -47,10 +50,10 @@ type Deps struct {
 
 // NewService returns a Service; every dependency is required.
 func NewService(d Deps) (*Service, error) {
-	if d.Store == nil || d.Keys == nil || d.Catalog == nil || d.Payments == nil || d.Shipping == nil || d.Settings == nil || d.Log == nil {
-		return nil, errors.New("orders: store, keys, catalog, payments, shipping, settings and log are required")
+	if d.Store == nil || d.Keys == nil || d.Catalog == nil || d.Payments == nil || d.Fraud == nil || d.Shipping == nil || d.Settings == nil || d.Log == nil {
+		return nil, errors.New("orders: store, keys, catalog, payments, fraud, shipping, settings and log are required")
 	}
-	return &Service{store: d.Store, keys: d.Keys, catalog: d.Catalog, payments: d.Payments,
+	return &Service{store: d.Store, keys: d.Keys, catalog: d.Catalog, payments: d.Payments, fraud: d.Fraud,
 		shipping: d.Shipping, settings: d.Settings, work: d.Work, log: d.Log, now: time.Now}, nil
 }
 
@@ -89,8 +92,11 @@ func (s *Service) PlaceOrder(ctx context.Context, req PlaceRequest) (Order, erro
 	return s.placeOnce(ctx, req)
 }
 
-// place runs the chain: reserve stock, charge, ship.
+// place runs the chain: reserve stock ∥ screen, then charge, then ship.
 //
+//   - Reserving the stock and screening the order do not depend on each
+//     other, so they are one step of two branches (prepare); the charge
+//     needs both.
 //   - A failure before the charge fails the order and releases its stock.
 //   - A charge whose outcome is unknown — it timed out, or payments could
 //     not be reached — leaves the order payment_pending; the reconciler
@@ -112,14 +118,10 @@ func (s *Service) place(ctx context.Context, req PlaceRequest) (Order, error) {
 		return Order{}, err
 	}
 
-	res, err := s.catalog.Reserve(ctx, o.ID, o.Items)
+	o, err := s.prepare(ctx, o)
 	if err != nil {
-		// No answer is not no reservation: catalog may have taken the
-		// stock before the answer was lost. The worker finds out.
-		o.StockHeld = transient(err)
-		return s.fail(ctx, o, apperr.FromGRPC(err, "reserving stock"))
+		return s.fail(ctx, o, err)
 	}
-	o.ReservationID, o.Items, o.TotalCents = res.ID, res.Items, res.TotalCents
 
 	ch, err := s.payments.Charge(ctx, o)
 	switch {

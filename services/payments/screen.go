@@ -3,6 +3,8 @@ package payments
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
@@ -52,13 +54,15 @@ const (
 	MaxSKUBytes    = 64
 )
 
-// The simulated vendor's rule: each unit an order buys adds
-// ScorePerUnit to its risk, up to 100, and a score of DeclineScore or more
-// is declined. An order of 40 units or more is declined.
-const (
-	ScorePerUnit = 2
-	DeclineScore = 80
-)
+// The simulated vendor's rule. A customer on its watch list scores 100
+// and is declined; any other order scores by its size, one point per 20
+// units up to 50, below DeclineScore, and is approved. The watch list is
+// the lab's way to see a declined checkout: `"customer": "mallory"`.
+const DeclineScore = 80
+
+// watchList are the customers the simulated vendor declines, compared
+// without regard to case or surrounding space.
+var watchList = []string{"mallory"}
 
 // validateScreen reports what is wrong with a screening request.
 func validateScreen(r ScreenRequest) error {
@@ -105,13 +109,12 @@ func (s *Service) ScreenOrder(ctx context.Context, r ScreenRequest) (Screening, 
 
 // score is the simulated vendor's verdict on r.
 func score(r ScreenRequest) Screening {
+	if slices.Contains(watchList, strings.ToLower(strings.TrimSpace(r.Customer))) {
+		return Screening{Verdict: Declined, Score: 100}
+	}
 	var units int64
 	for _, it := range r.Items {
 		units += it.Qty
 	}
-	sc := int(min(units*ScorePerUnit, 100))
-	if sc >= DeclineScore {
-		return Screening{Verdict: Declined, Score: sc}
-	}
-	return Screening{Verdict: Approved, Score: sc}
+	return Screening{Verdict: Approved, Score: int(min(units/20, 50))}
 }

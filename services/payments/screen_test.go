@@ -14,25 +14,32 @@ import (
 	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
 )
 
-// The screen approves an ordinary order, declines one of 40 units or
-// more, and stores nothing: asking again gives the same verdict.
+// The screen declines a customer on its watch list, approves any other
+// order however large, and stores nothing: asking again gives the same
+// verdict.
 func TestScreenOrderVerdicts(t *testing.T) {
 	c, _ := startPayments(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	many := make([]int64, 50)
+	for i := range many {
+		many[i] = 1000
+	}
 	for _, tc := range []struct {
-		name  string
-		qty   []int64
-		want  paymentsv1.ScreenVerdict
-		score int32
+		name     string
+		customer string
+		qty      []int64
+		want     paymentsv1.ScreenVerdict
+		score    int32
 	}{
-		{"one unit", []int64{1}, paymentsv1.ScreenVerdict_SCREEN_VERDICT_APPROVED, 2},
-		{"39 units over two lines", []int64{30, 9}, paymentsv1.ScreenVerdict_SCREEN_VERDICT_APPROVED, 78},
-		{"40 units", []int64{40}, paymentsv1.ScreenVerdict_SCREEN_VERDICT_DECLINED, 80},
-		{"the score stops at 100", []int64{1000}, paymentsv1.ScreenVerdict_SCREEN_VERDICT_DECLINED, 100},
+		{"one unit", "ada", []int64{1}, paymentsv1.ScreenVerdict_SCREEN_VERDICT_APPROVED, 0},
+		{"40 units over two lines", "ada", []int64{30, 10}, paymentsv1.ScreenVerdict_SCREEN_VERDICT_APPROVED, 2},
+		{"the largest order there is", "ada", many, paymentsv1.ScreenVerdict_SCREEN_VERDICT_APPROVED, 50},
+		{"on the watch list", "mallory", []int64{1}, paymentsv1.ScreenVerdict_SCREEN_VERDICT_DECLINED, 100},
+		{"on the watch list, in capitals", " Mallory ", []int64{1}, paymentsv1.ScreenVerdict_SCREEN_VERDICT_DECLINED, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := &paymentsv1.ScreenOrderRequest{OrderId: "ord_1", Customer: "ada", Address: "1 Loop Rd"}
+			req := &paymentsv1.ScreenOrderRequest{OrderId: "ord_1", Customer: tc.customer, Address: "1 Loop Rd"}
 			for _, q := range tc.qty {
 				req.Items = append(req.Items, &paymentsv1.ScreenItem{Sku: "tea-sencha", Qty: q})
 			}
