@@ -83,8 +83,13 @@ var flagCases = map[string]flagCase{
 	// The gateway's edge.
 	"budget":     {value: "900ms"},
 	"max-budget": {value: "5s"},
-	"orders-cap": {value: "700ms"},
-	"browse-cap": {value: "250ms"},
+	// The traffic classes' budgets.
+	"background-budget":     {value: "20s"},
+	"background-max-budget": {value: "90s", shows: "1m30s"},
+	"batch-budget":          {value: "4m0s"},
+	"batch-max-budget":      {value: "20m0s"},
+	"orders-cap":            {value: "700ms"},
+	"browse-cap":            {value: "250ms"},
 	"max-body-bytes": {value: "2048", check: func(t *testing.T, name string, s running) {
 		body := `{"customer":"` + strings.Repeat("a", 3000) + `"}`
 		req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/api/checkout", strings.NewReader(body))

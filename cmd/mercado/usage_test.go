@@ -13,7 +13,7 @@ import (
 // line that names the flag (or the method) at fault and what it wants,
 // with exit status 2; the usage is not dumped after it.
 func TestBadUsageIsOneLine(t *testing.T) {
-	const catalogMethods = "(want ListProducts, GetProduct, ReserveStock, ReleaseStock or *)"
+	const catalogMethods = "(want ListProducts, GetProduct, ReserveStock, ReleaseStock, ExportCatalog or *)"
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -73,7 +73,7 @@ func TestFaultHelpNeedsNoService(t *testing.T) {
 		t.Fatalf("fault --help: %v", err)
 	}
 	for _, want := range []string{"-method string", "-latency duration", "-clear", "-admin string",
-		"catalog   ListProducts, GetProduct, ReserveStock, ReleaseStock", "shipping  CreateShipment"} {
+		"catalog   ListProducts, GetProduct, ReserveStock, ReleaseStock, ExportCatalog", "shipping  CreateShipment"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("fault --help does not show %q:\n%s", want, out.String())
 		}

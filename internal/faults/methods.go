@@ -23,6 +23,8 @@ const (
 	CatalogGetProduct   = "GetProduct"
 	CatalogReserveStock = "ReserveStock"
 	CatalogReleaseStock = "ReleaseStock"
+	// CatalogExportCatalog is the work of one page of a catalogue export.
+	CatalogExportCatalog = "ExportCatalog"
 
 	// PaymentsCreateCharge is the payment provider's answer to a charge.
 	PaymentsCreateCharge = "CreateCharge"
@@ -43,6 +45,7 @@ var simulated = []struct{ service, method, hop string }{
 	{ServiceCatalog, CatalogGetProduct, "catalog"},
 	{ServiceCatalog, CatalogReserveStock, "catalog"},
 	{ServiceCatalog, CatalogReleaseStock, "catalog"},
+	{ServiceCatalog, CatalogExportCatalog, "catalog"},
 	{ServicePayments, PaymentsCreateCharge, "psp"},
 	{ServicePayments, PaymentsScreenOrder, "screen"},
 	{ServiceShipping, ShippingCreateShipment, "carrier"},

@@ -85,6 +85,12 @@ type Mechanisms struct {
 	// remaining budget and the pair costs the slower of the two; sequential,
 	// one after the other, the pair costs their sum.
 	Fanout Fanout `json:"fanout"`
+	// Classes: traffic classes (interactive, background, batch) carried
+	// with the request, each with its own budget; a full pool or bulkhead
+	// refuses batch first, then background, and keeps a share for
+	// interactive work. Off, one class: every request gets interactive's
+	// budget and waits in the one queue.
+	Classes bool `json:"classes"`
 }
 
 // Fanout is how independent calls run.
@@ -144,7 +150,8 @@ func (m Mode) Mechanisms() Mechanisms {
 	return Mechanisms{
 		EdgeDeadline: on, ClipToBudget: on, Admission: on, HonourCancel: on,
 		Bulkheads: on, Breakers: on, Retries: retries, Outbox: on, Idempotency: on,
-		Fanout: fanout,
+		Fanout:  fanout,
+		Classes: on,
 	}
 }
 
@@ -157,6 +164,15 @@ type Settings struct {
 	Margin time.Duration `json:"-"`
 	// Floor is the least budget worth starting a call or a request with.
 	Floor time.Duration `json:"-"`
+}
+
+// Class is the class a request of class c runs as under these settings:
+// c itself with Classes on, interactive (the one class) with it off.
+func (s Settings) Class(c deadline.Class) deadline.Class {
+	if !s.Mechanisms.Classes {
+		return deadline.Interactive
+	}
+	return c
 }
 
 // Policy returns the deadline policy these settings imply.

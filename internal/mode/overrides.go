@@ -22,6 +22,7 @@ type Overrides struct {
 	Idempotency  *bool    `json:"idempotency,omitempty"`
 	Outbox       *bool    `json:"outbox,omitempty"`
 	Fanout       *Fanout  `json:"fanout,omitempty"`
+	Classes      *bool    `json:"classes,omitempty"`
 }
 
 // Apply returns m with o's switches applied.
@@ -39,6 +40,7 @@ func (m Mechanisms) Apply(o Overrides) Mechanisms {
 	set(&m.Breakers, o.Breakers)
 	set(&m.Idempotency, o.Idempotency)
 	set(&m.Outbox, o.Outbox)
+	set(&m.Classes, o.Classes)
 	if o.Retries != nil {
 		m.Retries = *o.Retries
 	}
@@ -69,6 +71,7 @@ func (o *Overrides) fields() map[string]**bool {
 		"edge_deadline": &o.EdgeDeadline, "clip_to_budget": &o.ClipToBudget,
 		"admission": &o.Admission, "honour_cancel": &o.HonourCancel,
 		"bulkheads": &o.Bulkheads, "breakers": &o.Breakers, "idempotency": &o.Idempotency, "outbox": &o.Outbox,
+		"classes": &o.Classes,
 	}
 }
 

@@ -31,6 +31,10 @@ type ServerOptions struct {
 	// MaxWait bounds a budgeted wait for a worker (zero: fail at once when
 	// every worker is busy); the remaining budget bounds it too.
 	MaxWait time.Duration
+	// Budgets are the traffic classes' budgets; a gRPC server caps the
+	// deadline it accepts at its request's class's Max (unset figures:
+	// deadline.DefaultBudgets).
+	Budgets deadline.Budgets
 }
 
 // ServerChain returns the interceptors every request of a gRPC service
@@ -41,16 +45,19 @@ type ServerOptions struct {
 //     every call the handler makes read that snapshot, so a switch while
 //     the request runs never leaves it half naive.
 //  2. Admission (pkg/deadline's server interceptor): the caller's passive
-//     client deadline is recorded and the arrival reported; with Admission
-//     on, a request that arrives spent or below the floor is turned away
-//     before any work starts.
+//     client deadline and the request's class are recorded and the
+//     arrival reported; with Admission on, a request that arrives spent or
+//     below the floor is turned away before any work starts, and one that
+//     arrives with a deadline longer than its class's maximum (or none)
+//     runs under that maximum: every server caps what it accepts.
 //  3. Detach: with HonourCancel off the request loses its caller's deadline
 //     and cancellation, and runs to the end however late, as a naive server
 //     does — its wait for a worker included.
 //  4. Pool: the request waits for a worker (naive: one shared pool with an
-//     unbounded queue; budgeted: a bounded wait). In budgeted mode the
-//     budget is checked again once a worker is free, because time spent in
-//     the queue counts against the budget.
+//     unbounded queue; budgeted: a bounded wait, and a full pool refuses
+//     batch first, then background, keeping a share for interactive work).
+//     In budgeted mode the budget is checked again once a worker is free,
+//     because time spent in the queue counts against the budget.
 func ServerChain(o ServerOptions) []grpc.UnaryServerInterceptor {
 	pools := NewInbound(InboundOptions{
 		Service: o.Service, Settings: o.Settings, Metrics: o.Metrics,
@@ -59,8 +66,9 @@ func ServerChain(o ServerOptions) []grpc.UnaryServerInterceptor {
 	return []grpc.UnaryServerInterceptor{
 		snapshotRequest(o.Settings),
 		deadline.UnaryServerInterceptor(deadline.ServerOptions{
-			Policy: requestPolicy(o.Settings),
-			Hooks:  arrivalHooks(o.Metrics, o.Tracing),
+			Policy:      requestPolicy(o.Settings),
+			MaxDeadline: acceptedDeadline(o.Settings, o.Budgets),
+			Hooks:       arrivalHooks(o.Metrics, o.Tracing),
 		}),
 		detachUnlessHonoured(o.Settings),
 		pools.UnaryServerInterceptor(),
@@ -95,16 +103,18 @@ type Edge struct {
 //     request's context, as in ServerChain.
 //  2. Detach: with HonourCancel off the request's work goes on after the
 //     client has hung up.
-//  3. The budget (deadline.Edge): choose the total first. The client's
-//     X-Deadline-Ms, or the default, capped at the maximum, becomes the
-//     request's passive client deadline and, with EdgeDeadline on, its
-//     context's deadline.
+//  3. The budget (deadline.Edge): choose the total first. The request's
+//     class (X-Request-Class; with Classes off, everything is interactive)
+//     picks the default and the maximum; the client's X-Deadline-Ms, or
+//     the default, capped at the maximum, becomes the request's passive
+//     client deadline and, with EdgeDeadline on, its context's deadline.
 //
 // After routing (Edge.Route):
 //
 //  4. Pool: the request waits for a worker of its route's class
 //     (naive: one shared pool with an unbounded queue; budgeted: the
-//     class's own bulkhead, 503 when it is full, and the budget checked
+//     route's own bulkhead, 503 when it is full — or when the request's
+//     traffic class already holds its share of it — and the budget checked
 //     again after the wait, 504 when the queue spent it).
 func EdgeChain(o EdgeOptions) Edge {
 	pools := NewInbound(InboundOptions{
@@ -113,6 +123,7 @@ func EdgeChain(o EdgeOptions) Edge {
 	})
 	budget := o.Budget
 	budget.Stamp = func(ctx context.Context) bool { return o.Settings.For(ctx).Mechanisms.EdgeDeadline }
+	budget.Classes = func(ctx context.Context) bool { return o.Settings.For(ctx).Mechanisms.Classes }
 	budget.Hooks = arrivalHooks(o.Metrics, o.Tracing)
 	return Edge{
 		Request: []func(http.Handler) http.Handler{
@@ -195,6 +206,19 @@ func snapshotHTTP(settings *mode.Live) func(http.Handler) http.Handler {
 			ctx, _ := settings.Snapshot(r.Context())
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
+	}
+}
+
+// acceptedDeadline is the longest deadline a gRPC server accepts for a
+// request: with Admission on, its class's maximum (interactive's when
+// classes are off); naive servers accept whatever they are given.
+func acceptedDeadline(settings *mode.Live, b deadline.Budgets) func(context.Context, deadline.Class) time.Duration {
+	return func(ctx context.Context, c deadline.Class) time.Duration {
+		s := settings.For(ctx)
+		if !s.Mechanisms.Admission {
+			return 0
+		}
+		return b.For(s.Class(c)).Max
 	}
 }
 

@@ -22,6 +22,9 @@ func arrivalHooks(m *telemetry.Metrics, tr *telemetry.Tracing) deadline.Hooks {
 				}
 				m.Skipped(ctx, reason)
 			}
+			if a.Clamped {
+				m.DeadlineClamped(ctx, string(a.Class))
+			}
 		},
 		OnLate: func(ctx context.Context, l deadline.LateInfo) {
 			m.Late(ctx, l.Method, l.Late)

@@ -14,6 +14,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/problem"
 	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
 	"github.com/mercado-lab/mercado/internal/telemetry"
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // DefaultWorkers is the size of a worker pool, like a servlet container's.
@@ -90,6 +91,15 @@ func (in *Inbound) pool(class string, m mode.Mechanisms) *PoolRef {
 	return in.shared
 }
 
+// acquire takes a slot of pool for work of class c, within the share of
+// the pool the class may hold (deadline.Class.Share): a full pool refuses
+// batch first, then background, and keeps a part free for interactive
+// work. With classes off every request is interactive: the whole pool,
+// one queue.
+func acquire(ctx context.Context, pool *bulkhead.Pool, c deadline.Class) (time.Duration, error) {
+	return pool.AcquireWithin(ctx, c.Limit(pool.Capacity()))
+}
+
 // admit waits for a worker and, in budgeted mode, checks the budget again
 // once one is free: time spent in the queue counts against the budget.
 // On success the caller must release the returned pool's slot.
@@ -97,12 +107,13 @@ func (in *Inbound) admit(ctx context.Context, class string) (*bulkhead.Pool, *Re
 	s := in.o.Settings.For(ctx)
 	ref := in.pool(class, s.Mechanisms)
 	pool := ref.Pool()
-	if _, err := pool.Acquire(ctx); err != nil {
+	traffic := s.Class(deadline.ClassOf(ctx))
+	if _, err := acquire(ctx, pool, traffic); err != nil {
 		if errors.Is(err, bulkhead.ErrFull) {
 			in.o.Metrics.Skipped(ctx, ReasonBulkheadFull)
-			in.o.Metrics.PoolRejected(ctx, ref.Name())
+			in.o.Metrics.PoolRejected(ctx, ref.Name(), string(traffic))
 			return nil, &Rejection{Code: codes.ResourceExhausted, Reason: ReasonBulkheadFull, Err: err,
-				Message: fmt.Sprintf("%s busy: bulkhead %q full", in.o.Service, ref.Name())}
+				Message: fmt.Sprintf("%s busy: bulkhead %q full for %s work", in.o.Service, ref.Name(), traffic)}
 		}
 		in.o.Metrics.Skipped(ctx, ReasonExpiredAtDequeue)
 		return nil, &Rejection{Code: codes.DeadlineExceeded, Reason: ReasonExpiredAtDequeue, Err: err,

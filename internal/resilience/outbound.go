@@ -138,7 +138,8 @@ func (d *Outbound) retries(s mode.Settings, method string) retry.Policy {
 }
 
 // acquire is step 3 of ClientChain: a slot for one attempt, in the shared
-// pool (naive) or the dependency's bulkhead (budgeted). It returns the
+// pool (naive) or the dependency's bulkhead (budgeted), within the share
+// of it the request's class may hold. It returns the
 // pool to release the slot to, or nil when the call takes no pool.
 func (d *Outbound) acquire(ctx context.Context, s mode.Settings, method string) (*bulkhead.Pool, error) {
 	ref := d.o.Shared
@@ -149,8 +150,9 @@ func (d *Outbound) acquire(ctx context.Context, s mode.Settings, method string) 
 		return nil, nil
 	}
 	pool := ref.Pool()
-	if _, err := pool.Acquire(ctx); err != nil {
-		return nil, d.reject(ctx, method, ref.Name(), err)
+	traffic := s.Class(deadline.ClassOf(ctx))
+	if _, err := acquire(ctx, pool, traffic); err != nil {
+		return nil, d.reject(ctx, method, ref.Name(), traffic, err)
 	}
 	return pool, nil
 }
@@ -172,13 +174,13 @@ func (d *Outbound) guard(ctx context.Context, method string, call func() error) 
 }
 
 // reject turns a pool's refusal into the call's error.
-func (d *Outbound) reject(ctx context.Context, method, pool string, err error) error {
+func (d *Outbound) reject(ctx context.Context, method, pool string, traffic deadline.Class, err error) error {
 	if errors.Is(err, bulkhead.ErrFull) {
 		d.o.Metrics.Skipped(ctx, ReasonBulkheadFull)
-		d.o.Metrics.PoolRejected(ctx, pool)
+		d.o.Metrics.PoolRejected(ctx, pool, string(traffic))
 		rej := &Rejection{
 			Code: codes.ResourceExhausted, Reason: ReasonBulkheadFull, Err: err,
-			Message: fmt.Sprintf("%s: bulkhead %q full", d.o.Name, pool),
+			Message: fmt.Sprintf("%s: bulkhead %q full for %s work", d.o.Name, pool, traffic),
 		}
 		d.record(ctx, method, timing.Hop{Outcome: ReasonBulkheadFull}, rej)
 		return retry.Permanent(rej)

@@ -108,3 +108,13 @@ func transitionAttrs(k transitionKey) attribute.Set {
 		attribute.String(labelTo, k.to),
 	)
 }
+
+// poolKey is the label tuple of mercado_pool_rejections_total.
+type poolKey struct{ pool, class string }
+
+func poolAttrs(k poolKey) attribute.Set {
+	return attribute.NewSet(
+		attribute.String(labelPool, k.pool),
+		attribute.String(labelClass, k.class),
+	)
+}

@@ -41,6 +41,7 @@ type Metrics struct {
 	breakerTransitions metric.Int64Counter
 	modeChanges        metric.Int64Counter
 	poolRejections     metric.Int64Counter
+	deadlineClamps     metric.Int64Counter
 
 	poolInFlight metric.Int64ObservableGauge
 	poolWaiting  metric.Int64ObservableGauge
@@ -52,6 +53,8 @@ type Metrics struct {
 	deps        *attrCache[string]
 	modes       *attrCache[string]
 	pools       *attrCache[string]
+	poolClasses *attrCache[poolKey]
+	classes     *attrCache[string]
 	hops        *attrCache[hopKey]
 	transitions *attrCache[transitionKey]
 
@@ -105,6 +108,8 @@ func New(service string) (*Metrics, error) {
 		deps:        newAttrCache(oneLabel(labelDep)),
 		modes:       newAttrCache(oneLabel(labelMode)),
 		pools:       newAttrCache(oneLabel(labelPool)),
+		poolClasses: newAttrCache(poolAttrs),
+		classes:     newAttrCache(oneLabel(labelClass)),
 		hops:        newAttrCache(hopAttrs),
 		transitions: newAttrCache(transitionAttrs),
 	}
@@ -153,7 +158,8 @@ func (m *Metrics) instruments() error {
 	m.retries = counter(NameRetries, "Outbound call attempts that were retries, by dependency.")
 	m.breakerTransitions = counter(NameBreakerTransitions, "Circuit breaker state changes, by dependency.")
 	m.modeChanges = counter(NameModeChanges, "Switches of the service's mode, by the mode switched to.")
-	m.poolRejections = counter(NamePoolRejections, "Requests turned away by a full pool or bulkhead, by pool.")
+	m.poolRejections = counter(NamePoolRejections, "Requests turned away by a full pool or bulkhead, by pool and traffic class.")
+	m.deadlineClamps = counter(NameDeadlineClamps, "Requests whose deadline this server cut down to its class's maximum, by traffic class.")
 
 	m.poolInFlight = gauge(NamePoolInFlight, "Work items running in a pool or bulkhead, by pool.")
 	m.poolWaiting = gauge(NamePoolWaiting, "Work items waiting for a slot in a pool or bulkhead, by pool.")

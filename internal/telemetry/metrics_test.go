@@ -39,9 +39,10 @@ func TestHandlerExposesEveryFamily(t *testing.T) {
 	m.ModeChange(ctx, "naive")
 	m.ModeChange(ctx, "budgeted")
 	m.ModeChange(ctx, "budgeted")
-	m.PoolRejected(ctx, "payments")
-	m.PoolRejected(ctx, "payments")
-	m.PoolRejected(ctx, "payments")
+	m.PoolRejected(ctx, "payments", "batch")
+	m.PoolRejected(ctx, "payments", "batch")
+	m.PoolRejected(ctx, "payments", "interactive")
+	m.DeadlineClamped(ctx, "batch")
 	if err := m.ObservePool("payments", func() (int, int, int) { return 3, 1, 25 }); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,11 @@ func TestHandlerExposesEveryFamily(t *testing.T) {
 		{"mercado_breaker_transitions_total", counter, map[string]string{"dep": "payments", "from": "closed", "to": "open"}, 1},
 		{"mercado_mode_changes_total", counter, map[string]string{"mode": "naive"}, 1},
 		{"mercado_mode_changes_total", counter, map[string]string{"mode": "budgeted"}, 2},
-		{"mercado_pool_rejections_total", counter, map[string]string{"pool": "payments"}, 3},
+		{"mercado_pool_rejections_total", counter, map[string]string{"pool": "payments", "class": "batch"}, 2},
+		{"mercado_pool_rejections_total", counter, map[string]string{"pool": "payments", "class": "interactive"}, 1},
+		{"mercado_pool_rejections_total", counter, map[string]string{"pool": "payments", "class": "background"}, 0},
+		{"mercado_deadline_clamps_total", counter, map[string]string{"class": "batch"}, 1},
+		{"mercado_deadline_clamps_total", counter, map[string]string{"class": "interactive"}, 0},
 		{"mercado_pool_in_flight", gauge, map[string]string{"pool": "payments"}, 3},
 		{"mercado_pool_waiting", gauge, map[string]string{"pool": "payments"}, 1},
 		{"mercado_pool_capacity", gauge, map[string]string{"pool": "payments"}, 25},
@@ -341,7 +346,7 @@ func TestNilMetricsRecordsNothing(t *testing.T) {
 	m.Attempt(ctx, "payments", true)
 	m.BreakerTransition(ctx, "payments", "closed", "open")
 	m.ModeChange(ctx, "naive")
-	m.PoolRejected(ctx, "payments")
+	m.PoolRejected(ctx, "payments", "interactive")
 	if err := m.ObservePool("payments", nil); err != nil {
 		t.Errorf("ObservePool: %v", err)
 	}
@@ -398,7 +403,7 @@ func TestConcurrentUse(t *testing.T) {
 				m.Hop(ctx, dep, time.Millisecond, "ok")
 				m.Attempt(ctx, dep, i%2 == 1)
 				m.Late(ctx, checkout, time.Millisecond)
-				m.PoolRejected(ctx, dep)
+				m.PoolRejected(ctx, dep, "interactive")
 				if i%100 == 0 {
 					_ = m.ObservePool(dep, func() (int, int, int) { return i, 0, 25 })
 					_ = m.ObserveBreaker(dep, func() int { return BreakerClosed })
@@ -426,7 +431,7 @@ func TestConcurrentUse(t *testing.T) {
 		{"mercado_attempts_total", map[string]string{"dep": "dep1"}, perDep},
 		{"mercado_retries_total", map[string]string{"dep": "dep2"}, perDep / 2},
 		{"mercado_pool_rejections_total", map[string]string{"dep": "dep3"}, 0}, // pool label, not dep
-		{"mercado_pool_rejections_total", map[string]string{"pool": "dep3"}, perDep},
+		{"mercado_pool_rejections_total", map[string]string{"pool": "dep3", "class": "interactive"}, perDep},
 	}
 	for _, tt := range tests {
 		s := series(families, tt.name, tt.labels)
@@ -461,7 +466,7 @@ func TestRecordingDoesNotAllocate(t *testing.T) {
 		{"Attempt", func() { m.Attempt(ctx, "payments", true) }},
 		{"BreakerTransition", func() { m.BreakerTransition(ctx, "payments", "closed", "open") }},
 		{"ModeChange", func() { m.ModeChange(ctx, "budgeted") }},
-		{"PoolRejected", func() { m.PoolRejected(ctx, "payments") }},
+		{"PoolRejected", func() { m.PoolRejected(ctx, "payments", "interactive") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ const (
 	NamePoolCapacity             = "mercado_pool_capacity"
 	NamePoolRejections           = "mercado_pool_rejections_total"
 	NameBreakerState             = "mercado_breaker_state"
+	NameDeadlineClamps           = "mercado_deadline_clamps_total"
 )
 
 // Reasons a call or request was not served, the values of the reason label
@@ -58,7 +59,12 @@ const (
 	labelTo      = "to"
 	labelMode    = "mode"
 	labelPool    = "pool"
+	labelClass   = "class"
 )
+
+// Classes are the values of the class label: pkg/deadline's traffic
+// classes.
+var classes = []string{"interactive", "background", "batch"}
 
 // secondsBuckets span 1 ms to 30 s. Between 0.1 and 1.2 s they sit on the
 // lesson's numbers (floor 100 ms; caps 300 and 800 ms; budget 1200 ms), so

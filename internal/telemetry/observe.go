@@ -32,7 +32,7 @@ func (m *Metrics) ObservePool(name string, stats func() (inFlight, waiting, capa
 		return errors.New("telemetry: ObservePool needs a pool name and a stats function")
 	}
 	o := poolObserver{stats: stats, opts: m.pools.get(name)}
-	m.zeroPool(o.opts)
+	m.zeroPool(name)
 	m.observed.mu.Lock()
 	defer m.observed.mu.Unlock()
 	if m.observed.pools == nil {

@@ -81,12 +81,22 @@ func (m *Metrics) ModeChange(ctx context.Context, mode string) {
 	m.modeChanges.Add(ctx, 1, m.modes.get(mode).add...)
 }
 
-// PoolRejected counts a request turned away by a full pool or bulkhead.
-func (m *Metrics) PoolRejected(ctx context.Context, pool string) {
+// PoolRejected counts a request of a traffic class ("interactive",
+// "background", "batch") turned away by a full pool or bulkhead.
+func (m *Metrics) PoolRejected(ctx context.Context, pool, class string) {
 	if m == nil {
 		return
 	}
-	m.poolRejections.Add(ctx, 1, m.pools.get(pool).add...)
+	m.poolRejections.Add(ctx, 1, m.poolClasses.get(poolKey{pool, class}).add...)
+}
+
+// DeadlineClamped counts a request whose deadline the server cut down to
+// its class's maximum.
+func (m *Metrics) DeadlineClamped(ctx context.Context, class string) {
+	if m == nil {
+		return
+	}
+	m.deadlineClamps.Add(ctx, 1, m.classes.get(class).add...)
 }
 
 // seconds converts d for a seconds instrument. Negative durations (a

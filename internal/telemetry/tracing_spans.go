@@ -31,6 +31,13 @@ const (
 	// AttrRejected is why admission turned a request away on arrival
 	// ("expired", "below_floor").
 	AttrRejected = attribute.Key("deadline.rejected")
+	// AttrClass is the request's traffic class (interactive, background,
+	// batch) on its server span.
+	AttrClass = attribute.Key("mercado.class")
+	// AttrClampedTo is the deadline, in ms, a server cut the request's
+	// down to: its class's maximum, when the request came with a longer
+	// one or none ("every server caps what it accepts").
+	AttrClampedTo = attribute.Key("deadline.clamped_to_ms")
 	// AttrLate is how long after the client's deadline a server finished
 	// the request: work nobody was waiting for any more.
 	AttrLate = attribute.Key("deadline.late_ms")
@@ -66,8 +73,15 @@ func (t *Tracing) Arrival(ctx context.Context, a deadline.ArrivalInfo) {
 	if a.HasBudget {
 		s.SetAttributes(AttrRemaining.Int64(millis(a.Remaining)))
 	}
+	if a.Class != "" {
+		s.SetAttributes(AttrClass.String(string(a.Class)))
+	}
 	if a.Rejected {
 		s.SetAttributes(AttrRejected.String(a.Reason))
+	}
+	if a.Clamped {
+		s.SetAttributes(AttrClampedTo.Int64(millis(a.ClampedTo)))
+		s.AddEvent("deadline clamped to the class maximum", trace.WithAttributes(AttrClampedTo.Int64(millis(a.ClampedTo))))
 	}
 }
 

@@ -12,10 +12,11 @@ import (
 // exported". So every counter whose label values are known is exported at
 // zero as soon as they are:
 //
-//   - at New: mercado_skipped_total for every reason, and
-//     mercado_mode_changes_total for both modes;
+//   - at New: mercado_skipped_total for every reason,
+//     mercado_mode_changes_total for both modes, and
+//     mercado_deadline_clamps_total for every traffic class;
 //   - at Serving: a method's requests and late completions;
-//   - at ObservePool: the pool's rejections;
+//   - at ObservePool: the pool's rejections, for every traffic class;
 //   - at ObserveBreaker: the dependency's attempts, retries and breaker
 //     transitions.
 //
@@ -46,6 +47,9 @@ func (m *Metrics) zeroAtStart() {
 	for _, md := range []mode.Mode{mode.Naive, mode.Budgeted} {
 		m.modeChanges.Add(ctx, 0, m.modes.get(string(md)).add...)
 	}
+	for _, c := range classes {
+		m.deadlineClamps.Add(ctx, 0, m.classes.get(c).add...)
+	}
 }
 
 // Serving declares methods the service answers (gRPC full method names,
@@ -65,9 +69,11 @@ func (m *Metrics) Serving(methods ...string) {
 	}
 }
 
-// zeroPool exports a pool's rejections.
-func (m *Metrics) zeroPool(o opts) {
-	m.poolRejections.Add(context.Background(), 0, o.add...)
+// zeroPool exports a pool's rejections of every class.
+func (m *Metrics) zeroPool(pool string) {
+	for _, c := range classes {
+		m.poolRejections.Add(context.Background(), 0, m.poolClasses.get(poolKey{pool, c}).add...)
+	}
 }
 
 // zeroDependency exports a dependency's attempts, retries and breaker

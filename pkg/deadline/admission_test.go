@@ -137,7 +137,7 @@ func TestUnaryServerInterceptorDirect(t *testing.T) {
 
 				a := arrivals.one(t)
 				wantArrival := deadline.ArrivalInfo{
-					Method: "/test/Direct", HasBudget: tt.left != 0, Remaining: tt.left,
+					Method: "/test/Direct", Class: deadline.Interactive, HasBudget: tt.left != 0, Remaining: tt.left,
 					Rejected: tt.wantReject != "", Reason: tt.wantReject,
 				}
 				if a != wantArrival {

@@ -227,7 +227,7 @@ func TestEdgeHooks(t *testing.T) {
 				}
 				want, _ := o.Budget(tt.header)
 				serveEdge(o, tt.header, tt.work)
-				wantArrival := deadline.ArrivalInfo{Method: "http", HasBudget: true, Remaining: want}
+				wantArrival := deadline.ArrivalInfo{Method: "http", Class: deadline.Interactive, HasBudget: true, Remaining: want}
 				if len(arrivals) != 1 || arrivals[0] != wantArrival {
 					t.Errorf("OnArrival got %+v; want one %+v", arrivals, wantArrival)
 				}

@@ -2,6 +2,7 @@ package deadline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -32,8 +33,9 @@ type ClientOptions struct {
 // UnaryClientInterceptor bounds each outbound unary call by
 // min(cap, remaining − margin), skips calls with less than the floor left
 // (returning a DeadlineExceeded status that wraps ErrInsufficientBudget),
-// and forwards the passive client deadline. gRPC itself carries the
-// call's deadline to the server as a relative grpc-timeout.
+// and forwards the passive client deadline and the request's class
+// (x-request-class metadata, left out for interactive). gRPC itself
+// carries the call's deadline to the server as a relative grpc-timeout.
 func UnaryClientInterceptor(o ClientOptions) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		var p Policy
@@ -55,6 +57,9 @@ func UnaryClientInterceptor(o ClientOptions) grpc.UnaryClientInterceptor {
 		}
 		if cd, ok := ClientDeadline(callCtx); ok {
 			callCtx = metadata.AppendToOutgoingContext(callCtx, metadataClientDeadline, FormatMillis(time.Until(cd)))
+		}
+		if c := ClassOf(callCtx); c != Interactive {
+			callCtx = metadata.AppendToOutgoingContext(callCtx, metadataClass, string(c))
 		}
 		start := time.Now()
 		err = invoker(callCtx, method, req, reply, cc, opts...)
@@ -132,9 +137,19 @@ type ServerOptions struct {
 	// Floor and Admission matter on the server side. Nil means the zero
 	// Policy (admit everything).
 	Policy func(ctx context.Context) Policy
+	// MaxDeadline returns the longest deadline the server accepts for a
+	// request of class c arriving with ctx. A request that comes with a
+	// longer one, or with none, runs under a context that ends at the cap
+	// instead, with cause [ErrServerCap]. Zero, or a nil func, accepts
+	// whatever the caller sent.
+	MaxDeadline func(ctx context.Context, c Class) time.Duration
 	// Hooks observe arrivals and late completions.
 	Hooks Hooks
 }
+
+// ErrServerCap is the cause of a request's context that ended at the
+// server's cap on the deadline it accepts, rather than at its caller's.
+var ErrServerCap = errors.New("deadline: ended at the server's cap on the deadline it accepts")
 
 // Admission reasons reported in [ArrivalInfo].
 const (
@@ -142,11 +157,14 @@ const (
 	ReasonBelowFloor = "below_floor"
 )
 
-// UnaryServerInterceptor records the passive client deadline sent by the
-// caller, reports each arrival, and, when the policy admits selectively,
-// rejects requests whose deadline is already spent or below the floor with
-// DeadlineExceeded before any work starts. After the handler it reports
-// work finished past the client's deadline.
+// UnaryServerInterceptor records the passive client deadline and the
+// class sent by the caller (an unknown class is InvalidArgument), reports
+// each arrival, and, when the policy admits selectively, rejects requests
+// whose deadline is already spent or below the floor with DeadlineExceeded
+// before any work starts. An admitted request whose deadline is longer
+// than MaxDeadline allows for its class, or which has none, runs under
+// the cap ("every server caps what it accepts"). After the handler it
+// reports work finished past the client's deadline.
 func UnaryServerInterceptor(o ServerOptions) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		arrival := time.Now()
@@ -155,11 +173,20 @@ func UnaryServerInterceptor(o ServerOptions) grpc.UnaryServerInterceptor {
 				ctx = WithClientDeadline(ctx, arrival.Add(time.Duration(ms)*time.Millisecond))
 			}
 		}
+		class := Interactive
+		if v := metadata.ValueFromIncomingContext(ctx, metadataClass); len(v) > 0 {
+			c, err := ParseClass(v[0])
+			if err != nil {
+				return nil, status.Error(codes.InvalidArgument, err.Error())
+			}
+			class = c
+		}
+		ctx = WithClass(ctx, class)
 		var p Policy
 		if o.Policy != nil {
 			p = o.Policy(ctx)
 		}
-		a := ArrivalInfo{Method: info.FullMethod}
+		a := ArrivalInfo{Method: info.FullMethod, Class: class}
 		a.Remaining, a.HasBudget = Remaining(ctx)
 		if err := p.admit(a.Remaining, a.HasBudget); err != nil {
 			a.Rejected, a.Reason = true, err.reason
@@ -167,6 +194,14 @@ func UnaryServerInterceptor(o ServerOptions) grpc.UnaryServerInterceptor {
 				o.Hooks.OnArrival(ctx, a)
 			}
 			return nil, err
+		}
+		if o.MaxDeadline != nil {
+			if max := o.MaxDeadline(ctx, class); max > 0 && (!a.HasBudget || a.Remaining > max) {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadlineCause(ctx, arrival.Add(max), ErrServerCap)
+				defer cancel()
+				a.Clamped, a.ClampedTo = true, max
+			}
 		}
 		if o.Hooks.OnArrival != nil {
 			o.Hooks.OnArrival(ctx, a)

@@ -36,10 +36,16 @@ type CallInfo struct {
 type ArrivalInfo struct {
 	// Method is the gRPC full method name, or "http" at the edge.
 	Method string
+	// Class is the request's class.
+	Class Class
 	// HasBudget reports whether the request carried a deadline.
 	HasBudget bool
 	// Remaining is what was left of it on arrival.
 	Remaining time.Duration
+	// Clamped reports that the server cut the deadline the request came
+	// with (none, or Remaining) down to its class's maximum, ClampedTo.
+	Clamped   bool
+	ClampedTo time.Duration
 	// Rejected reports that admission turned the request away; Reason
 	// says why ("expired" or "below_floor").
 	Rejected bool

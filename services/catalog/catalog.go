@@ -121,6 +121,47 @@ func (s *Service) ReleaseStock(ctx context.Context, reservationID string) error 
 	return s.store.Release(ctx, reservationID)
 }
 
+// Export paging: a page holds 1 to MaxPageSize products, DefaultPageSize
+// when the caller asks for none.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 100
+)
+
+// ExportPage returns the page of the whole catalogue, in SKU order, that
+// follows the SKU after ("" for the first page), and the SKU to continue
+// after, "" when the page is the last. Every page costs its own simulated
+// work (faults.CatalogExportCatalog) on the catalog's workers, so an
+// export competes with browsing and reservations for them.
+func (s *Service) ExportPage(ctx context.Context, size int, after string) ([]Product, string, error) {
+	switch {
+	case size == 0:
+		size = DefaultPageSize
+	case size < 0 || size > MaxPageSize:
+		return nil, "", apperr.New(apperr.Invalid, "page_size must be 1 to %d, got %d", MaxPageSize, size)
+	}
+	if len(after) > MaxIDBytes {
+		return nil, "", apperr.New(apperr.Invalid, "page_token is longer than %d characters", MaxIDBytes)
+	}
+	if err := s.work.Work(ctx, faults.CatalogExportCatalog); err != nil {
+		return nil, "", err
+	}
+	all, err := s.store.List(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	i := 0
+	for i < len(all) && all[i].SKU <= after {
+		i++
+	}
+	page := all[i:min(i+size, len(all))]
+	next := ""
+	if i+size < len(all) {
+		next = page[len(page)-1].SKU
+	}
+	return page, next, nil
+}
+
 func validateLines(orderID string, lines []Line) error {
 	if err := checkID("order_id", orderID); err != nil {
 		return err

@@ -210,3 +210,40 @@ func TestServiceSimulatedWork(t *testing.T) {
 		})
 	}
 }
+
+// An export walks the whole catalogue page by page, in SKU order, each
+// page after the one before; bad paging is refused before any work.
+func TestExportPage(t *testing.T) {
+	ctx := context.Background()
+	svc := newService(t, catalog.NewMemStore(catalog.Seed()), nil, mode.Budgeted)
+	var skus []string
+	after := ""
+	for pages := 1; ; pages++ {
+		page, next, err := svc.ExportPage(ctx, 4, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page {
+			skus = append(skus, p.SKU)
+		}
+		if next == "" {
+			if pages != 2 {
+				t.Errorf("6 products in pages of 4 took %d pages, want 2", pages)
+			}
+			break
+		}
+		after = next
+	}
+	want := []string{"coffee-arabica", "filter-paper", "grinder-burr", "kettle-gooseneck", "mug-stoneware", "tea-sencha"}
+	if strings.Join(skus, ",") != strings.Join(want, ",") {
+		t.Errorf("export = %v, want %v", skus, want)
+	}
+	for _, bad := range []struct {
+		size  int
+		after string
+	}{{-1, ""}, {catalog.MaxPageSize + 1, ""}, {1, strings.Repeat("x", 65)}} {
+		if _, _, err := svc.ExportPage(ctx, bad.size, bad.after); codeOf(err) != apperr.Invalid {
+			t.Errorf("ExportPage(%d, %d-byte token) error = %v, want Invalid", bad.size, len(bad.after), err)
+		}
+	}
+}

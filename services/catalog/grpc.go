@@ -59,3 +59,15 @@ func (g grpcServer) ReleaseStock(ctx context.Context, req *catalogv1.ReleaseStoc
 	}
 	return &catalogv1.ReleaseStockResponse{}, nil
 }
+
+func (g grpcServer) ExportCatalog(ctx context.Context, req *catalogv1.ExportCatalogRequest) (*catalogv1.ExportCatalogResponse, error) {
+	ps, next, err := g.svc.ExportPage(ctx, int(req.GetPageSize()), req.GetPageToken())
+	if err != nil {
+		return nil, apperr.Status(err)
+	}
+	out := &catalogv1.ExportCatalogResponse{Products: make([]*catalogv1.Product, len(ps)), NextPageToken: next}
+	for i, p := range ps {
+		out.Products[i] = toProto(p)
+	}
+	return out, nil
+}

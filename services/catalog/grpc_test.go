@@ -2,7 +2,10 @@ package catalog_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +146,45 @@ func TestGRPC(t *testing.T) {
 				t.Errorf("code = %v (%v), want %v", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// A direct gRPC call with a 60 s deadline to a budgeted catalog is cut to
+// the interactive maximum (10 s), and the clamp shows on /metrics.
+func TestDirectCallWithALongDeadlineIsClamped(t *testing.T) {
+	cfg := catalog.DefaultConfig()
+	cfg.Addr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := catalog.Start(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = p.Wait() }()
+	cc, err := grpc.NewClient(p.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	c := catalogv1.NewCatalogServiceClient(cc)
+
+	call, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	if _, err := c.ListProducts(call, &catalogv1.ListProductsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + p.AdminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, line := range []string{
+		`mercado_deadline_clamps_total{class="interactive",service="catalog"} 1`,
+		`mercado_deadline_clamps_total{class="batch",service="catalog"} 0`,
+	} {
+		if !strings.Contains(string(body), line+"\n") {
+			t.Errorf("catalog's /metrics lack %q", line)
+		}
 	}
 }

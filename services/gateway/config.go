@@ -36,8 +36,12 @@ type Config struct {
 	OrdersAddr, CatalogAddr string
 	// Budget is the edge budget of a request without X-Deadline-Ms.
 	Budget time.Duration
-	// MaxBudget caps what a client may ask for.
+	// MaxBudget caps what a client may ask for. Budget and MaxBudget are
+	// the interactive class's budget.
 	MaxBudget time.Duration
+	// Background and Batch are the budgets of requests sent with
+	// X-Request-Class: background or batch.
+	Background, Batch deadline.ClassBudget
 	// OrdersCap and CatalogCap are the gateway's own timeouts for its
 	// calls; zero means none.
 	OrdersCap, CatalogCap time.Duration
@@ -54,6 +58,7 @@ func DefaultConfig() Config {
 		Common:     serve.Defaults(DefaultAddr, DefaultAdminAddr),
 		OrdersAddr: "localhost:8081", CatalogAddr: "localhost:8082",
 		Budget: DefaultBudget, MaxBudget: DefaultMaxBudget,
+		Background: deadline.DefaultBudgets().Background, Batch: deadline.DefaultBudgets().Batch,
 		CatalogCap: DefaultCatalogCap, MaxBodyBytes: DefaultMaxBody,
 		AdminPeers: Peers{
 			{Name: "orders", URL: "http://localhost:9081"}, {Name: "catalog", URL: "http://localhost:9082"},
@@ -77,6 +82,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 func (c *Config) RegisterEdgeFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Budget, "budget", c.Budget, "edge budget of a request without "+deadline.HeaderDeadline)
 	fs.DurationVar(&c.MaxBudget, "max-budget", c.MaxBudget, "most a client may ask for with "+deadline.HeaderDeadline)
+	fs.DurationVar(&c.Background.Default, "background-budget", c.Background.Default,
+		"edge budget of a background request ("+deadline.HeaderClass+": background) without "+deadline.HeaderDeadline)
+	fs.DurationVar(&c.Background.Max, "background-max-budget", c.Background.Max, "most a background request may ask for")
+	fs.DurationVar(&c.Batch.Default, "batch-budget", c.Batch.Default,
+		"edge budget of a batch request ("+deadline.HeaderClass+": batch) without "+deadline.HeaderDeadline)
+	fs.DurationVar(&c.Batch.Max, "batch-max-budget", c.Batch.Max, "most a batch request may ask for")
 	fs.DurationVar(&c.OrdersCap, "orders-cap", c.OrdersCap, "own timeout of each call to orders (0: none)")
 	fs.DurationVar(&c.CatalogCap, "browse-cap", c.CatalogCap, "own timeout of each browse call to catalog (0: none)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest request body accepted")
@@ -107,6 +118,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("margin: %v plus floor %v is not below budget %v: no request without %s would get a call made",
 			c.Margin, c.Floor, c.Budget, deadline.HeaderDeadline))
 	}
+	errs = append(errs, c.checkClasses()...)
 	if c.OrdersCap < 0 || c.CatalogCap < 0 {
 		errs = append(errs, errors.New("orders-cap and browse-cap: must not be negative"))
 	}
@@ -119,6 +131,41 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max-body-bytes: %d is outside 1 KiB to 10 MiB", c.MaxBodyBytes))
 	}
 	return errors.Join(errs...)
+}
+
+// Budgets are the traffic classes' budgets at the edge.
+func (c Config) Budgets() deadline.Budgets {
+	return deadline.Budgets{
+		Interactive: deadline.ClassBudget{Default: c.Budget, Max: c.MaxBudget},
+		Background:  c.Background, Batch: c.Batch,
+	}
+}
+
+// checkClasses reports a class budget that makes no sense, or one whose
+// maximum the services would cut anyway: every gRPC server caps the
+// deadline it accepts at the class's default maximum (budgeted mode).
+func (c Config) checkClasses() []error {
+	var errs []error
+	servers := deadline.DefaultBudgets()
+	for _, x := range []struct {
+		flag, maxFlag string
+		class         deadline.Class
+		b             deadline.ClassBudget
+	}{
+		{"budget", "max-budget", deadline.Interactive, deadline.ClassBudget{Default: c.Budget, Max: c.MaxBudget}},
+		{"background-budget", "background-max-budget", deadline.Background, c.Background},
+		{"batch-budget", "batch-max-budget", deadline.Batch, c.Batch},
+	} {
+		switch accepted := servers.For(x.class).Max; {
+		case x.class != deadline.Interactive && (x.b.Default <= 0 || x.b.Max <= 0):
+			errs = append(errs, fmt.Errorf("%s and %s: must be positive", x.flag, x.maxFlag))
+		case x.class != deadline.Interactive && x.b.Default > x.b.Max:
+			errs = append(errs, fmt.Errorf("%s: %v is above %s %v", x.flag, x.b.Default, x.maxFlag, x.b.Max))
+		case x.b.Max > accepted:
+			errs = append(errs, fmt.Errorf("%s: %v is above the %v every service accepts for %s requests", x.maxFlag, x.b.Max, accepted, x.class))
+		}
+	}
+	return errs
 }
 
 // Peers is a list of admin peers, a flag.Value written name=url,...

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -57,13 +58,27 @@ func writeUpstreamError(w http.ResponseWriter, r *http.Request, err error, overr
 	problem.Write(w, r, code, detail)
 }
 
-// rejectDeadline answers a request whose X-Deadline-Ms cannot be read.
+// rejectDeadline answers a request whose X-Deadline-Ms or X-Request-Class
+// cannot be read.
 func rejectDeadline(w http.ResponseWriter, r *http.Request, err error) {
+	if cerr := (*deadline.ClassError)(nil); errors.As(err, &cerr) {
+		problem.Write(w, r, http.StatusBadRequest, fmt.Sprintf("invalid %s header: %q is not %s, %s or %s",
+			deadline.HeaderClass, truncate(cerr.Value, 32), deadline.Interactive, deadline.Background, deadline.Batch))
+		return
+	}
 	reason := "unreadable"
 	if herr := (*deadline.HeaderError)(nil); errors.As(err, &herr) {
 		reason = herr.Reason
 	}
 	problem.Write(w, r, http.StatusBadRequest, "invalid "+deadline.HeaderDeadline+" deadline header: "+reason)
+}
+
+// truncate cuts s to at most n bytes, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // routedMethods are the methods the public routes use.

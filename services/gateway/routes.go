@@ -17,9 +17,10 @@ func (s *server) routes() http.Handler {
 			Service: "gateway", Settings: s.settings, Metrics: s.kit.Metrics, Tracing: s.kit.Tracing,
 			Workers: s.cfg.Resilience.Workers, MaxWait: s.cfg.Resilience.MaxWait,
 		},
-		Classes:   []string{classCheckout, classBrowse, classStatus},
+		Classes:   []string{classCheckout, classBrowse, classStatus, classExport},
 		ClassSize: s.cfg.Resilience.Bulkhead,
-		Budget:    deadline.EdgeOptions{Default: s.cfg.Budget, Max: s.cfg.MaxBudget, Reject: rejectDeadline},
+		Budget: deadline.EdgeOptions{Default: s.cfg.Budget, Max: s.cfg.MaxBudget, Budgets: s.cfg.Budgets(),
+			Reject: rejectDeadline},
 	})
 	r := chi.NewRouter()
 	r.Use(s.recoverPanics)
@@ -39,6 +40,7 @@ func (s *server) routes() http.Handler {
 	r.With(pool(classBrowse)).Get("/api/products/{sku}", s.getProduct)
 	r.With(pool(classCheckout)).Post("/api/checkout", s.checkout)
 	r.With(pool(classStatus)).Get("/api/orders/{id}", s.getOrder)
+	r.With(pool(classExport)).Get("/api/catalog/export", s.exportCatalog)
 	return r
 }
 

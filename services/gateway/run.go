@@ -29,11 +29,14 @@ type server struct {
 }
 
 // Route classes: each gets its own bulkhead in budgeted mode, so a slow
-// checkout cannot take browsing down with it.
+// checkout cannot take browsing down with it, nor an export the shop.
+// (Traffic classes — interactive, background, batch — are another thing:
+// see pkg/deadline's Class.)
 const (
 	classCheckout = "checkout"
 	classBrowse   = "browse"
 	classStatus   = "status"
+	classExport   = "export"
 )
 
 // Start runs the gateway until ctx ends.

@@ -121,6 +121,39 @@ func (p *Pool) Acquire(ctx context.Context) (waited time.Duration, err error) {
 	return p.wait(ctx, w, start)
 }
 
+// Capacity is the pool's number of slots.
+func (p *Pool) Capacity() int { return p.capacity }
+
+// AcquireWithin is Acquire for a caller that may hold only part of the
+// pool: it takes a slot while fewer than limit are in use and nobody is
+// queued, and otherwise fails at once with an error matching ErrFull,
+// without queueing. The slots above limit are thus kept for callers
+// allowed more (shedding by class: a full pool refuses the least urgent
+// work first, and the most urgent always finds a reserved part free).
+// A limit of Capacity or more is Acquire itself; a limit below 1 refuses
+// everything.
+func (p *Pool) AcquireWithin(ctx context.Context, limit int) (time.Duration, error) {
+	if limit >= p.capacity {
+		return p.Acquire(ctx)
+	}
+	if ctx.Err() != nil {
+		p.expired.Add(1)
+		return 0, p.ended(ctx, 0, "already ended on arrival")
+	}
+	p.mu.Lock()
+	if p.inFlight < limit && p.queue.len == 0 {
+		p.inFlight++
+		p.mu.Unlock()
+		p.acquired.Add(1)
+		return 0, nil
+	}
+	inFlight := p.inFlight
+	p.mu.Unlock()
+	p.rejected.Add(1)
+	return 0, fmt.Errorf("%w: pool %q has %d of its %d slots in use, and this work may hold at most %d",
+		ErrFull, p.name, inFlight, p.capacity, max(limit, 0))
+}
+
 // wait blocks until Release hands w a slot, MaxWait elapses or ctx ends.
 func (p *Pool) wait(ctx context.Context, w *waiter, start time.Time) (time.Duration, error) {
 	// The timer is needed only when MaxWait is the tighter bound; when the

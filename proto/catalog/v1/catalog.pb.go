@@ -528,6 +528,113 @@ func (*ReleaseStockResponse) Descriptor() ([]byte, []int) {
 	return file_catalog_v1_catalog_proto_rawDescGZIP(), []int{9}
 }
 
+type ExportCatalogRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// page_size is 1 to 100 products; 0 means 50.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// page_token is the next_page_token of the page before; empty for the first.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportCatalogRequest) Reset() {
+	*x = ExportCatalogRequest{}
+	mi := &file_catalog_v1_catalog_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportCatalogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportCatalogRequest) ProtoMessage() {}
+
+func (x *ExportCatalogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_v1_catalog_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportCatalogRequest.ProtoReflect.Descriptor instead.
+func (*ExportCatalogRequest) Descriptor() ([]byte, []int) {
+	return file_catalog_v1_catalog_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ExportCatalogRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ExportCatalogRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ExportCatalogResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Products []*Product             `protobuf:"bytes,1,rep,name=products,proto3" json:"products,omitempty"`
+	// next_page_token asks for the next page; empty on the last one.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportCatalogResponse) Reset() {
+	*x = ExportCatalogResponse{}
+	mi := &file_catalog_v1_catalog_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportCatalogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportCatalogResponse) ProtoMessage() {}
+
+func (x *ExportCatalogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_v1_catalog_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportCatalogResponse.ProtoReflect.Descriptor instead.
+func (*ExportCatalogResponse) Descriptor() ([]byte, []int) {
+	return file_catalog_v1_catalog_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ExportCatalogResponse) GetProducts() []*Product {
+	if x != nil {
+		return x.Products
+	}
+	return nil
+}
+
+func (x *ExportCatalogResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_catalog_v1_catalog_proto protoreflect.FileDescriptor
 
 const file_catalog_v1_catalog_proto_rawDesc = "" +
@@ -563,13 +670,21 @@ const file_catalog_v1_catalog_proto_rawDesc = "" +
 	"totalCents\"<\n" +
 	"\x13ReleaseStockRequest\x12%\n" +
 	"\x0ereservation_id\x18\x01 \x01(\tR\rreservationId\"\x16\n" +
-	"\x14ReleaseStockResponse2\x82\x03\n" +
+	"\x14ReleaseStockResponse\"R\n" +
+	"\x14ExportCatalogRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"x\n" +
+	"\x15ExportCatalogResponse\x127\n" +
+	"\bproducts\x18\x01 \x03(\v2\x1b.mercado.catalog.v1.ProductR\bproducts\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xe8\x03\n" +
 	"\x0eCatalogService\x12a\n" +
 	"\fListProducts\x12'.mercado.catalog.v1.ListProductsRequest\x1a(.mercado.catalog.v1.ListProductsResponse\x12P\n" +
 	"\n" +
 	"GetProduct\x12%.mercado.catalog.v1.GetProductRequest\x1a\x1b.mercado.catalog.v1.Product\x12X\n" +
 	"\fReserveStock\x12'.mercado.catalog.v1.ReserveStockRequest\x1a\x1f.mercado.catalog.v1.Reservation\x12a\n" +
-	"\fReleaseStock\x12'.mercado.catalog.v1.ReleaseStockRequest\x1a(.mercado.catalog.v1.ReleaseStockResponseB;Z9github.com/mercado-lab/mercado/proto/catalog/v1;catalogv1b\x06proto3"
+	"\fReleaseStock\x12'.mercado.catalog.v1.ReleaseStockRequest\x1a(.mercado.catalog.v1.ReleaseStockResponse\x12d\n" +
+	"\rExportCatalog\x12(.mercado.catalog.v1.ExportCatalogRequest\x1a).mercado.catalog.v1.ExportCatalogResponseB;Z9github.com/mercado-lab/mercado/proto/catalog/v1;catalogv1b\x06proto3"
 
 var (
 	file_catalog_v1_catalog_proto_rawDescOnce sync.Once
@@ -583,36 +698,41 @@ func file_catalog_v1_catalog_proto_rawDescGZIP() []byte {
 	return file_catalog_v1_catalog_proto_rawDescData
 }
 
-var file_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_catalog_v1_catalog_proto_goTypes = []any{
-	(*Product)(nil),              // 0: mercado.catalog.v1.Product
-	(*ListProductsRequest)(nil),  // 1: mercado.catalog.v1.ListProductsRequest
-	(*ListProductsResponse)(nil), // 2: mercado.catalog.v1.ListProductsResponse
-	(*GetProductRequest)(nil),    // 3: mercado.catalog.v1.GetProductRequest
-	(*Line)(nil),                 // 4: mercado.catalog.v1.Line
-	(*PricedLine)(nil),           // 5: mercado.catalog.v1.PricedLine
-	(*ReserveStockRequest)(nil),  // 6: mercado.catalog.v1.ReserveStockRequest
-	(*Reservation)(nil),          // 7: mercado.catalog.v1.Reservation
-	(*ReleaseStockRequest)(nil),  // 8: mercado.catalog.v1.ReleaseStockRequest
-	(*ReleaseStockResponse)(nil), // 9: mercado.catalog.v1.ReleaseStockResponse
+	(*Product)(nil),               // 0: mercado.catalog.v1.Product
+	(*ListProductsRequest)(nil),   // 1: mercado.catalog.v1.ListProductsRequest
+	(*ListProductsResponse)(nil),  // 2: mercado.catalog.v1.ListProductsResponse
+	(*GetProductRequest)(nil),     // 3: mercado.catalog.v1.GetProductRequest
+	(*Line)(nil),                  // 4: mercado.catalog.v1.Line
+	(*PricedLine)(nil),            // 5: mercado.catalog.v1.PricedLine
+	(*ReserveStockRequest)(nil),   // 6: mercado.catalog.v1.ReserveStockRequest
+	(*Reservation)(nil),           // 7: mercado.catalog.v1.Reservation
+	(*ReleaseStockRequest)(nil),   // 8: mercado.catalog.v1.ReleaseStockRequest
+	(*ReleaseStockResponse)(nil),  // 9: mercado.catalog.v1.ReleaseStockResponse
+	(*ExportCatalogRequest)(nil),  // 10: mercado.catalog.v1.ExportCatalogRequest
+	(*ExportCatalogResponse)(nil), // 11: mercado.catalog.v1.ExportCatalogResponse
 }
 var file_catalog_v1_catalog_proto_depIdxs = []int32{
-	0, // 0: mercado.catalog.v1.ListProductsResponse.products:type_name -> mercado.catalog.v1.Product
-	4, // 1: mercado.catalog.v1.ReserveStockRequest.lines:type_name -> mercado.catalog.v1.Line
-	5, // 2: mercado.catalog.v1.Reservation.lines:type_name -> mercado.catalog.v1.PricedLine
-	1, // 3: mercado.catalog.v1.CatalogService.ListProducts:input_type -> mercado.catalog.v1.ListProductsRequest
-	3, // 4: mercado.catalog.v1.CatalogService.GetProduct:input_type -> mercado.catalog.v1.GetProductRequest
-	6, // 5: mercado.catalog.v1.CatalogService.ReserveStock:input_type -> mercado.catalog.v1.ReserveStockRequest
-	8, // 6: mercado.catalog.v1.CatalogService.ReleaseStock:input_type -> mercado.catalog.v1.ReleaseStockRequest
-	2, // 7: mercado.catalog.v1.CatalogService.ListProducts:output_type -> mercado.catalog.v1.ListProductsResponse
-	0, // 8: mercado.catalog.v1.CatalogService.GetProduct:output_type -> mercado.catalog.v1.Product
-	7, // 9: mercado.catalog.v1.CatalogService.ReserveStock:output_type -> mercado.catalog.v1.Reservation
-	9, // 10: mercado.catalog.v1.CatalogService.ReleaseStock:output_type -> mercado.catalog.v1.ReleaseStockResponse
-	7, // [7:11] is the sub-list for method output_type
-	3, // [3:7] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	0,  // 0: mercado.catalog.v1.ListProductsResponse.products:type_name -> mercado.catalog.v1.Product
+	4,  // 1: mercado.catalog.v1.ReserveStockRequest.lines:type_name -> mercado.catalog.v1.Line
+	5,  // 2: mercado.catalog.v1.Reservation.lines:type_name -> mercado.catalog.v1.PricedLine
+	0,  // 3: mercado.catalog.v1.ExportCatalogResponse.products:type_name -> mercado.catalog.v1.Product
+	1,  // 4: mercado.catalog.v1.CatalogService.ListProducts:input_type -> mercado.catalog.v1.ListProductsRequest
+	3,  // 5: mercado.catalog.v1.CatalogService.GetProduct:input_type -> mercado.catalog.v1.GetProductRequest
+	6,  // 6: mercado.catalog.v1.CatalogService.ReserveStock:input_type -> mercado.catalog.v1.ReserveStockRequest
+	8,  // 7: mercado.catalog.v1.CatalogService.ReleaseStock:input_type -> mercado.catalog.v1.ReleaseStockRequest
+	10, // 8: mercado.catalog.v1.CatalogService.ExportCatalog:input_type -> mercado.catalog.v1.ExportCatalogRequest
+	2,  // 9: mercado.catalog.v1.CatalogService.ListProducts:output_type -> mercado.catalog.v1.ListProductsResponse
+	0,  // 10: mercado.catalog.v1.CatalogService.GetProduct:output_type -> mercado.catalog.v1.Product
+	7,  // 11: mercado.catalog.v1.CatalogService.ReserveStock:output_type -> mercado.catalog.v1.Reservation
+	9,  // 12: mercado.catalog.v1.CatalogService.ReleaseStock:output_type -> mercado.catalog.v1.ReleaseStockResponse
+	11, // 13: mercado.catalog.v1.CatalogService.ExportCatalog:output_type -> mercado.catalog.v1.ExportCatalogResponse
+	9,  // [9:14] is the sub-list for method output_type
+	4,  // [4:9] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_catalog_v1_catalog_proto_init() }
@@ -626,7 +746,7 @@ func file_catalog_v1_catalog_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_catalog_v1_catalog_proto_rawDesc), len(file_catalog_v1_catalog_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

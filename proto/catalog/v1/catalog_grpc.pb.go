@@ -22,10 +22,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	CatalogService_ListProducts_FullMethodName = "/mercado.catalog.v1.CatalogService/ListProducts"
-	CatalogService_GetProduct_FullMethodName   = "/mercado.catalog.v1.CatalogService/GetProduct"
-	CatalogService_ReserveStock_FullMethodName = "/mercado.catalog.v1.CatalogService/ReserveStock"
-	CatalogService_ReleaseStock_FullMethodName = "/mercado.catalog.v1.CatalogService/ReleaseStock"
+	CatalogService_ListProducts_FullMethodName  = "/mercado.catalog.v1.CatalogService/ListProducts"
+	CatalogService_GetProduct_FullMethodName    = "/mercado.catalog.v1.CatalogService/GetProduct"
+	CatalogService_ReserveStock_FullMethodName  = "/mercado.catalog.v1.CatalogService/ReserveStock"
+	CatalogService_ReleaseStock_FullMethodName  = "/mercado.catalog.v1.CatalogService/ReleaseStock"
+	CatalogService_ExportCatalog_FullMethodName = "/mercado.catalog.v1.CatalogService/ExportCatalog"
 )
 
 // CatalogServiceClient is the client API for CatalogService service.
@@ -38,6 +39,10 @@ type CatalogServiceClient interface {
 	ReserveStock(ctx context.Context, in *ReserveStockRequest, opts ...grpc.CallOption) (*Reservation, error)
 	// ReleaseStock gives a reservation's stock back. Releasing twice is a no-op.
 	ReleaseStock(ctx context.Context, in *ReleaseStockRequest, opts ...grpc.CallOption) (*ReleaseStockResponse, error)
+	// ExportCatalog returns one page of the whole catalogue, in SKU order:
+	// bulk reading for an export, sent as batch traffic. Every page costs its
+	// own work on catalog's workers, beside browsing and reservations.
+	ExportCatalog(ctx context.Context, in *ExportCatalogRequest, opts ...grpc.CallOption) (*ExportCatalogResponse, error)
 }
 
 type catalogServiceClient struct {
@@ -88,6 +93,16 @@ func (c *catalogServiceClient) ReleaseStock(ctx context.Context, in *ReleaseStoc
 	return out, nil
 }
 
+func (c *catalogServiceClient) ExportCatalog(ctx context.Context, in *ExportCatalogRequest, opts ...grpc.CallOption) (*ExportCatalogResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExportCatalogResponse)
+	err := c.cc.Invoke(ctx, CatalogService_ExportCatalog_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CatalogServiceServer is the server API for CatalogService service.
 // All implementations must embed UnimplementedCatalogServiceServer
 // for forward compatibility.
@@ -98,6 +113,10 @@ type CatalogServiceServer interface {
 	ReserveStock(context.Context, *ReserveStockRequest) (*Reservation, error)
 	// ReleaseStock gives a reservation's stock back. Releasing twice is a no-op.
 	ReleaseStock(context.Context, *ReleaseStockRequest) (*ReleaseStockResponse, error)
+	// ExportCatalog returns one page of the whole catalogue, in SKU order:
+	// bulk reading for an export, sent as batch traffic. Every page costs its
+	// own work on catalog's workers, beside browsing and reservations.
+	ExportCatalog(context.Context, *ExportCatalogRequest) (*ExportCatalogResponse, error)
 	mustEmbedUnimplementedCatalogServiceServer()
 }
 
@@ -119,6 +138,9 @@ func (UnimplementedCatalogServiceServer) ReserveStock(context.Context, *ReserveS
 }
 func (UnimplementedCatalogServiceServer) ReleaseStock(context.Context, *ReleaseStockRequest) (*ReleaseStockResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReleaseStock not implemented")
+}
+func (UnimplementedCatalogServiceServer) ExportCatalog(context.Context, *ExportCatalogRequest) (*ExportCatalogResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExportCatalog not implemented")
 }
 func (UnimplementedCatalogServiceServer) mustEmbedUnimplementedCatalogServiceServer() {}
 func (UnimplementedCatalogServiceServer) testEmbeddedByValue()                        {}
@@ -213,6 +235,24 @@ func _CatalogService_ReleaseStock_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CatalogService_ExportCatalog_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExportCatalogRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CatalogServiceServer).ExportCatalog(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CatalogService_ExportCatalog_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CatalogServiceServer).ExportCatalog(ctx, req.(*ExportCatalogRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CatalogService_ServiceDesc is the grpc.ServiceDesc for CatalogService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -235,6 +275,10 @@ var CatalogService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReleaseStock",
 			Handler:    _CatalogService_ReleaseStock_Handler,
+		},
+		{
+			MethodName: "ExportCatalog",
+			Handler:    _CatalogService_ExportCatalog_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,92 @@
+package gateway_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/mercado-lab/mercado/pkg/deadline"
+	"github.com/mercado-lab/mercado/services/gateway"
+)
+
+// X-Request-Class names one of three classes, exactly; anything else is
+// a 400 problem+json before any work, like a bad X-Deadline-Ms.
+func TestRequestClassHeader(t *testing.T) {
+	a := startShop(t)
+	for _, tt := range []struct {
+		value string
+		code  int
+	}{
+		{"interactive", http.StatusOK}, {"background", http.StatusOK}, {"batch", http.StatusOK},
+		{"Batch", http.StatusBadRequest}, {"urgent", http.StatusBadRequest}, {"batch,interactive", http.StatusBadRequest},
+	} {
+		t.Run(tt.value, func(t *testing.T) {
+			r := a.get(t, "/api/products", map[string]string{"X-Request-Class": tt.value})
+			if tt.code == http.StatusOK {
+				if r.code != http.StatusOK {
+					t.Errorf("status = %d, want 200 (body %s)", r.code, r.body)
+				}
+				return
+			}
+			checkProblem(t, r, tt.code, "invalid X-Request-Class header")
+		})
+	}
+}
+
+// Each class has its own default and maximum budget: a batch checkout may
+// ask for far more than interactive's 10 s, a background one without the
+// header gets 30 s.
+func TestClassBudgets(t *testing.T) {
+	a := startShop(t)
+	for _, tt := range []struct {
+		name     string
+		header   map[string]string
+		min, max time.Duration
+	}{
+		{"batch, huge value", map[string]string{"X-Request-Class": "batch", "X-Deadline-Ms": "9999999999"},
+			deadline.DefaultBatchMaxBudget - time.Second, deadline.DefaultBatchMaxBudget},
+		{"background, no header", map[string]string{"X-Request-Class": "background"},
+			deadline.DefaultBackgroundBudget - time.Second, deadline.DefaultBackgroundBudget},
+		{"interactive, huge value", map[string]string{"X-Request-Class": "interactive", "X-Deadline-Ms": "9999999999"},
+			gateway.DefaultMaxBudget - time.Second, gateway.DefaultMaxBudget},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := a.checkout(t, oneTea, tt.header)
+			if r.code != http.StatusCreated {
+				t.Fatalf("status = %d, want 201 (body %s)", r.code, r.body)
+			}
+			hops := serverTiming(t, r)
+			if len(hops) == 0 || hops[0].Name != "orders" {
+				t.Fatalf("first hop = %+v, want orders", hops)
+			}
+			if got := hops[0].Timeout; got < tt.min || got > tt.max {
+				t.Errorf("orders call timeout = %v, want within [%v, %v]", got, tt.min, tt.max)
+			}
+		})
+	}
+}
+
+func TestExport(t *testing.T) {
+	a := startShop(t)
+	r := a.get(t, "/api/catalog/export?page_size=4", map[string]string{"X-Request-Class": "batch"})
+	if r.code != http.StatusOK {
+		t.Fatalf("status = %d, want 200 (body %s)", r.code, r.body)
+	}
+	e := decode[gateway.Export](t, r)
+	if len(e.Products) != 6 || e.Pages != 2 || e.Class != "batch" || e.Refused != 0 {
+		t.Errorf("export = %d products in %d pages, class %q, %d refused; want the 6 seeded in 2 pages, batch, none refused",
+			len(e.Products), e.Pages, e.Class, e.Refused)
+	}
+	for _, bad := range []struct{ query, detail string }{
+		{"?page_size=0", "page_size must be"},
+		{"?page_size=101", "page_size must be"},
+		{"?page_size=ten", "page_size must be"},
+		{"?page_size=1&page_size=2", "page_size must be"},
+		{"?pagesize=10", `unknown query parameter "pagesize"`},
+	} {
+		t.Run(bad.query, func(t *testing.T) {
+			checkProblem(t, a.get(t, "/api/catalog/export"+bad.query, map[string]string{"X-Request-Class": "batch"}),
+				http.StatusBadRequest, bad.detail)
+		})
+	}
+}

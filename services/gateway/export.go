@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/mercado-lab/mercado/internal/apperr"
+	"github.com/mercado-lab/mercado/internal/problem"
+	"github.com/mercado-lab/mercado/pkg/deadline"
+	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
+)
+
+// The catalogue export, GET /api/catalog/export: the shop's batch
+// workload. It walks the whole catalogue page by page through catalog's
+// ExportCatalog, each page a call of its own, and is meant to be sent as
+// batch traffic (X-Request-Class: batch): a budget of minutes, and the
+// first work a full pool refuses. A page refused that way (catalog's
+// workers, or the gateway's bulkhead to catalog, already hold batch's
+// share) is asked for again after a jittered backoff, for as long as the
+// request's budget lasts: a batch job waits for the capacity shoppers
+// leave it, instead of failing.
+
+// Export paging: the page size a client may ask for, and the backoff after
+// a refused page, from exportBackoffMin doubling to exportBackoffMax (full
+// jitter, so exports refused together do not come back together).
+const (
+	exportMaxPageSize = 100
+	exportBackoffMin  = 50 * time.Millisecond
+	exportBackoffMax  = time.Second
+)
+
+// Export is the answer to GET /api/catalog/export.
+type Export struct {
+	Products []Product `json:"products"`
+	// Pages is how many pages the export read; Refused how many times a
+	// page was refused for want of capacity and asked for again.
+	Pages   int    `json:"pages"`
+	Refused int    `json:"refused"`
+	Class   string `json:"class"`
+}
+
+func (s *server) exportCatalog(w http.ResponseWriter, r *http.Request) {
+	size, err := exportPageSize(r)
+	if err != nil {
+		problem.Write(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	ctx := r.Context()
+	out := Export{Products: []Product{}, Class: string(deadline.ClassOf(ctx))}
+	token := ""
+	for {
+		page, refused, err := s.exportPage(ctx, size, token)
+		out.Refused += refused
+		if err != nil {
+			writeUpstreamError(w, r, err, nil)
+			return
+		}
+		out.Pages++
+		for _, p := range page.GetProducts() {
+			out.Products = append(out.Products, productFromProto(p))
+		}
+		if token = page.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// exportPage reads one page, asking again after a backoff while the page
+// is refused for want of capacity (ResourceExhausted) and the budget
+// leaves time for another try. It returns how often it was refused.
+func (s *server) exportPage(ctx context.Context, size int, token string) (*catalogv1.ExportCatalogResponse, int, error) {
+	backoff := exportBackoffMin
+	for refused := 0; ; refused++ {
+		page, err := s.catalog.ExportCatalog(ctx, &catalogv1.ExportCatalogRequest{PageSize: int32(size), PageToken: token})
+		if apperr.GRPCCode(err) != codes.ResourceExhausted {
+			return page, refused, err
+		}
+		wait := time.Duration(rand.Int64N(int64(backoff)) + 1)
+		if rem, ok := deadline.Remaining(ctx); ok && rem <= wait {
+			return nil, refused + 1, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, refused + 1, err
+		case <-time.After(wait):
+		}
+		backoff = min(2*backoff, exportBackoffMax)
+	}
+}
+
+// exportPageSize reads the page_size query parameter: 1 to 100, 50 when
+// absent. Any other parameter is refused, so that a typo is not silently
+// ignored.
+func exportPageSize(r *http.Request) (int, error) {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "page_size" {
+			return 0, fmt.Errorf("unknown query parameter %q (the export takes page_size)", truncate(k, 32))
+		}
+	}
+	v := q.Get("page_size")
+	if v == "" {
+		return 50, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > exportMaxPageSize || len(q["page_size"]) > 1 {
+		return 0, fmt.Errorf("page_size must be one whole number from 1 to %d, got %q", exportMaxPageSize, truncate(v, 32))
+	}
+	return n, nil
+}
