@@ -20,6 +20,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // RunOptions adjust a scenario run.
@@ -104,14 +105,13 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 		sampling.Wait()
 		return ModeResult{}, err
 	}
-	deadline := time.Duration(sc.Deadline)
 	all := map[string][]Sample{}
 	for i, p := range sc.Phases {
 		span := PhaseSpan{Name: p.Name, StartS: phased[i].start.Seconds(), EndS: (phased[i].start + time.Duration(p.Duration)).Seconds(), Faulty: len(p.Faults) > 0}
 		sent := 0
 		for _, name := range slices.Sorted(maps.Keys(phased[i].samples)) {
 			got := phased[i].samples[name]
-			span.Classes = append(span.Classes, Summarize(name, got, deadline, time.Duration(p.Duration)))
+			span.Classes = append(span.Classes, Summarize(name, got, sc.DeadlineOf(name), time.Duration(p.Duration)))
 			all[name] = append(all[name], got...)
 			sent += len(got)
 		}
@@ -132,9 +132,9 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	var requests, goodCheckouts int
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		samples := all[name]
-		s := Summarize(name, samples, deadline, length)
+		s := Summarize(name, samples, sc.DeadlineOf(name), length)
 		mr.Classes = append(mr.Classes, s)
-		mr.Series[name] = perSecond(samples, start, deadline)
+		mr.Series[name] = perSecond(samples, start, sc.DeadlineOf(name))
 		requests += s.Requests
 		if name == "checkout" {
 			goodCheckouts = s.Good
@@ -274,8 +274,13 @@ func (sc Scenario) phaseClasses(p Phase, keyPrefix, orderID string) []Class {
 		if rate <= 0 {
 			continue
 		}
-		c := Class{Name: n, Rate: rate, Deadline: time.Duration(sc.Deadline), Patience: time.Duration(sc.Deadline + sc.Patience),
-			Retries: sc.Client.Retries, RetryBackoff: time.Duration(sc.Client.Backoff), AttemptTimeout: time.Duration(sc.Client.AttemptTimeout)}
+		client := sc.Client
+		if own := sc.Classes[n].Client; own != nil {
+			client = *own
+		}
+		dl := sc.DeadlineOf(n)
+		c := Class{Name: n, Rate: rate, Deadline: dl, Patience: dl + time.Duration(sc.Patience),
+			Retries: client.Retries, RetryBackoff: time.Duration(client.Backoff), AttemptTimeout: time.Duration(client.AttemptTimeout)}
 		switch n {
 		case "checkout":
 			c.Request = CheckoutRequest(keyPrefix)
@@ -287,6 +292,8 @@ func (sc Scenario) phaseClasses(p Phase, keyPrefix, orderID string) []Class {
 			c.Request = func(base string, _ uint64) vegeta.Target {
 				return vegeta.Target{Method: http.MethodGet, URL: base + "/api/orders/" + orderID}
 			}
+		case KindExport:
+			c.Request = ExportRequest
 		}
 		out = append(out, c)
 	}
@@ -300,6 +307,13 @@ func CheckoutRequest(keyPrefix string) func(base string, seq uint64) vegeta.Targ
 		return vegeta.Target{Method: http.MethodPost, URL: base + "/api/checkout", Body: checkoutBody,
 			Header: http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {keyPrefix + "-" + strconv.FormatUint(seq, 10)}}}
 	}
+}
+
+// ExportRequest is a catalogue export sent as batch traffic, one product
+// a page, so that every product is a call of its own to catalog.
+func ExportRequest(base string, _ uint64) vegeta.Target {
+	return vegeta.Target{Method: http.MethodGet, URL: base + "/api/catalog/export?page_size=1",
+		Header: http.Header{deadline.HeaderClass: {string(deadline.Batch)}}}
 }
 
 var checkoutBody = []byte(`{"customer":"loadtest","items":[{"sku":"coffee-arabica","qty":1}],"address":"1 Load Street"}`)

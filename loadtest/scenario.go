@@ -61,9 +61,15 @@ type ClientSpec struct {
 	AttemptTimeout Duration `yaml:"attempt_timeout"`
 }
 
-// ClassSpec is one traffic class.
+// ClassSpec is one kind of request the generator sends.
 type ClassSpec struct {
 	Rate float64 `yaml:"rate"`
+	// Deadline, when set, is this kind's clients' deadline instead of the
+	// scenario's: an export's client waits minutes, a shopper a second.
+	Deadline Duration `yaml:"deadline"`
+	// Client, when set, is how this kind's clients behave past one try,
+	// instead of the scenario's client.
+	Client *ClientSpec `yaml:"client"`
 }
 
 // Phase is one stretch of the run.
@@ -100,8 +106,13 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Classes this load generator knows how to send.
-var knownClasses = map[string]bool{"checkout": true, "browse": true, "status": true}
+// Classes this load generator knows how to send. (These are kinds of
+// request; "export" is the catalogue export, sent as the batch traffic
+// class with X-Request-Class: batch.)
+var knownClasses = map[string]bool{"checkout": true, "browse": true, "status": true, "export": true}
+
+// KindExport is the request kind of the catalogue export.
+const KindExport = "export"
 
 // ParseScenario reads a scenario strictly: unknown fields are errors.
 func ParseScenario(b []byte) (Scenario, error) {
@@ -136,20 +147,22 @@ func (s Scenario) Validate() error {
 	}
 	for name, c := range s.Classes {
 		if !knownClasses[name] {
-			errs = append(errs, fmt.Errorf("class %q: want checkout, browse or status", name))
+			errs = append(errs, fmt.Errorf("class %q: want checkout, browse, status or export", name))
 		}
 		if c.Rate < 0 || c.Rate > 5000 {
 			errs = append(errs, fmt.Errorf("class %q: rate %v is outside 0 to 5000", name, c.Rate))
 		}
+		if c.Deadline < 0 || c.Deadline > Duration(time.Hour) {
+			errs = append(errs, fmt.Errorf("class %q: deadline %v is outside 0 to 1h", name, time.Duration(c.Deadline)))
+		}
+		if c.Client != nil {
+			if err := c.Client.validate(); err != nil {
+				errs = append(errs, fmt.Errorf("class %q: %w", name, err))
+			}
+		}
 	}
-	if s.Client.Retries < 0 || s.Client.Retries > 10 {
-		errs = append(errs, fmt.Errorf("client.retries %d is outside 0 to 10", s.Client.Retries))
-	}
-	if s.Client.Backoff < 0 || s.Client.AttemptTimeout < 0 {
-		errs = append(errs, errors.New("client.backoff and client.attempt_timeout must not be negative"))
-	}
-	if s.Client.AttemptTimeout > 0 && s.Client.Retries == 0 {
-		errs = append(errs, errors.New("client.attempt_timeout needs client.retries"))
+	if err := s.Client.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if len(s.Phases) == 0 {
 		errs = append(errs, errors.New("at least one phase is required"))
@@ -189,6 +202,29 @@ func (s Scenario) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func (c ClientSpec) validate() error {
+	var errs []error
+	if c.Retries < 0 || c.Retries > 10 {
+		errs = append(errs, fmt.Errorf("client.retries %d is outside 0 to 10", c.Retries))
+	}
+	if c.Backoff < 0 || c.AttemptTimeout < 0 {
+		errs = append(errs, errors.New("client.backoff and client.attempt_timeout must not be negative"))
+	}
+	if c.AttemptTimeout > 0 && c.Retries == 0 {
+		errs = append(errs, errors.New("client.attempt_timeout needs client.retries"))
+	}
+	return errors.Join(errs...)
+}
+
+// DeadlineOf is the deadline of the clients of the request kind named
+// kind: its own, or the scenario's.
+func (s Scenario) DeadlineOf(kind string) time.Duration {
+	if d := s.Classes[kind].Deadline; d > 0 {
+		return time.Duration(d)
+	}
+	return time.Duration(s.Deadline)
 }
 
 // Quick shortens every phase to a fifth (at least one second), for CI.

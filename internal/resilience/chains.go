@@ -154,7 +154,8 @@ func EdgeChain(o EdgeOptions) Edge {
 //     little budget).
 //  3. Pool: naive: the caller's one outbound pool, shared by every
 //     dependency; budgeted: the dependency's own bulkhead, which fails at
-//     once when full (put the vendor on its own pool). A call refused
+//     once when full (put the vendor on its own pool), and of which batch
+//     and background work may hold only their share. A call refused
 //     here was never made, so it says nothing to the breaker.
 //  4. Breaker (budgeted): the dependency's circuit breaker (pair the
 //     budget with a breaker); while it is open, the call fails at once.

@@ -56,6 +56,9 @@ type Pool struct {
 	mu       sync.Mutex
 	inFlight int       // slots held, including ones handed to a waiter not yet awake
 	queue    waitQueue // callers waiting, oldest first; non-empty only when inFlight == capacity
+	// low are the callers of AcquireWithin waiting, oldest first; each
+	// may take a slot only while fewer than its limit are in use.
+	low waitQueue
 
 	acquired, rejected, expired atomic.Uint64
 }
@@ -124,14 +127,17 @@ func (p *Pool) Acquire(ctx context.Context) (waited time.Duration, err error) {
 // Capacity is the pool's number of slots.
 func (p *Pool) Capacity() int { return p.capacity }
 
-// AcquireWithin is Acquire for a caller that may hold only part of the
-// pool: it takes a slot while fewer than limit are in use and nobody is
-// queued, and otherwise fails at once with an error matching ErrFull,
-// without queueing. The slots above limit are thus kept for callers
-// allowed more (shedding by class: a full pool refuses the least urgent
-// work first, and the most urgent always finds a reserved part free).
-// A limit of Capacity or more is Acquire itself; a limit below 1 refuses
-// everything.
+// AcquireWithin is Acquire for work that may hold only part of the pool,
+// its first limit slots: how a pool sheds by class, so that the least
+// urgent work gives way first and the most urgent always finds a reserved
+// part free. It takes a slot while fewer than limit are in use and nobody
+// is queued for one. A full pool (every slot in use), or one that does not
+// wait (MaxWait 0), refuses it at once with an error matching ErrFull.
+// Otherwise it waits — behind every caller of Acquire, who take a freed
+// slot first — until a slot is freed with fewer than limit in use, or ctx
+// ends: its budget is the bound of its patience (MaxWait and MaxQueue bound
+// the waits of Acquire). A limit of Capacity or more is Acquire itself; a
+// limit below 1 never gets a slot.
 func (p *Pool) AcquireWithin(ctx context.Context, limit int) (time.Duration, error) {
 	if limit >= p.capacity {
 		return p.Acquire(ctx)
@@ -147,11 +153,34 @@ func (p *Pool) AcquireWithin(ctx context.Context, limit int) (time.Duration, err
 		p.acquired.Add(1)
 		return 0, nil
 	}
-	inFlight := p.inFlight
+	if p.maxWait == 0 || limit < 1 || p.inFlight >= p.capacity {
+		inFlight := p.inFlight
+		p.mu.Unlock()
+		p.rejected.Add(1)
+		return 0, fmt.Errorf("%w: pool %q has %d of its %d slots in use, and this work may hold at most %d",
+			ErrFull, p.name, inFlight, p.capacity, max(limit, 0))
+	}
+	start := time.Now()
+	w := &waiter{ready: make(chan struct{}), limit: limit}
+	p.low.pushBack(w)
 	p.mu.Unlock()
-	p.rejected.Add(1)
-	return 0, fmt.Errorf("%w: pool %q has %d of its %d slots in use, and this work may hold at most %d",
-		ErrFull, p.name, inFlight, p.capacity, max(limit, 0))
+
+	select {
+	case <-w.ready:
+		p.acquired.Add(1)
+		return time.Since(start), nil
+	case <-ctx.Done():
+		p.mu.Lock()
+		if w.granted {
+			p.releaseLocked()
+		} else {
+			p.low.remove(w)
+		}
+		p.mu.Unlock()
+		p.expired.Add(1)
+		waited := time.Since(start)
+		return waited, p.ended(ctx, waited, "ended while queued")
+	}
 }
 
 // wait blocks until Release hands w a slot, MaxWait elapses or ctx ends.
@@ -240,6 +269,16 @@ func (p *Pool) releaseLocked() {
 		close(w.ready)
 		return
 	}
+	// Nobody may have the whole pool: the slot goes to the oldest waiter
+	// of part of it whose share leaves room, if any.
+	for w := p.low.head; w != nil; w = w.next {
+		if p.inFlight-1 < w.limit {
+			p.low.remove(w)
+			w.granted = true
+			close(w.ready)
+			return
+		}
+	}
 	p.inFlight--
 }
 
@@ -257,7 +296,7 @@ type Stats struct {
 // Stats returns a snapshot of p's occupancy and counters.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
-	s := Stats{Name: p.name, Capacity: p.capacity, InFlight: p.inFlight, Waiting: p.queue.len}
+	s := Stats{Name: p.name, Capacity: p.capacity, InFlight: p.inFlight, Waiting: p.queue.len + p.low.len}
 	p.mu.Unlock()
 	s.Acquired = p.acquired.Load()
 	s.Rejected = p.rejected.Load()

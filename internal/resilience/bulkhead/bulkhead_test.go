@@ -698,3 +698,80 @@ func TestFastPathDoesNotAllocate(t *testing.T) {
 		t.Errorf("Acquire+Release on a free slot: %v allocs, want 0", allocs)
 	}
 }
+
+// Work limited to part of the pool waits behind whole-pool work: a freed
+// slot goes to it only while fewer than its limit are in use, and a
+// newcomer allowed the whole pool takes a free slot before it.
+func TestAcquireWithinWaitsBehindTheWholePool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(Settings{Name: "catalog", Capacity: 4, MaxWait: time.Second})
+		ctx := context.Background()
+		for range 2 { // the limited work's two slots
+			if _, err := p.AcquireWithin(ctx, 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := make(chan error, 1)
+		go func() {
+			_, err := p.AcquireWithin(ctx, 2)
+			got <- err
+		}()
+		synctest.Wait()
+		if st := p.Stats(); st.InFlight != 2 || st.Waiting != 1 {
+			t.Fatalf("with its share in use, limited work should wait: %+v", st)
+		}
+		// Whole-pool work is not held up by the limited waiter.
+		if _, err := p.Acquire(ctx); err != nil {
+			t.Fatalf("Acquire with 2 of 4 in use: %v", err)
+		}
+		// A full pool refuses limited work at once.
+		if _, err := p.Acquire(ctx); err != nil {
+			t.Fatalf("Acquire with 3 of 4 in use: %v", err)
+		}
+		if _, err := p.AcquireWithin(ctx, 2); !errors.Is(err, ErrFull) {
+			t.Errorf("AcquireWithin on a full pool: %v, want ErrFull at once", err)
+		}
+		p.Release() // back to 3 in use
+		// A limited slot freed with 2 others still in use (1 + 1): not yet.
+		p.Release()
+		synctest.Wait()
+		select {
+		case err := <-got:
+			t.Fatalf("limited work got a slot with 2 of its limit of 2 in use (err %v)", err)
+		default:
+		}
+		// One more freed: now fewer than 2 are in use, the slot is its.
+		p.Release()
+		synctest.Wait()
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatalf("limited work: %v", err)
+			}
+		default:
+			t.Fatal("limited work still waits with 1 of 4 in use")
+		}
+		if st := p.Stats(); st.InFlight != 2 || st.Waiting != 0 {
+			t.Errorf("after the hand-off: %+v, want 2 in flight, none waiting", st)
+		}
+	})
+}
+
+// Limited work waits as long as its budget, not MaxWait: it is patient.
+func TestAcquireWithinEndsWithTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(Settings{Name: "catalog", Capacity: 2, MaxWait: 10 * time.Millisecond})
+		if _, err := p.AcquireWithin(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		waited, err := p.AcquireWithin(ctx, 1)
+		if !errors.Is(err, context.DeadlineExceeded) || waited != time.Minute {
+			t.Errorf("AcquireWithin = waited %v, %v; want a minute and DeadlineExceeded", waited, err)
+		}
+		if st := p.Stats(); st.Waiting != 0 || st.InFlight != 1 {
+			t.Errorf("after the budget ran out: %+v", st)
+		}
+	})
+}

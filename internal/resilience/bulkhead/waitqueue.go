@@ -3,8 +3,11 @@ package bulkhead
 // waiter is one caller queued for a slot. Release hands it a slot by
 // setting granted and closing ready, both under the pool's lock.
 type waiter struct {
-	ready      chan struct{}
-	granted    bool
+	ready   chan struct{}
+	granted bool
+	// limit is how many slots may be in use for a waiter of AcquireWithin
+	// to take one.
+	limit      int
 	prev, next *waiter
 }
 
