@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,27 @@ func TestExport(t *testing.T) {
 			checkProblem(t, a.get(t, "/api/catalog/export"+bad.query, map[string]string{"X-Request-Class": "batch"}),
 				http.StatusBadRequest, bad.detail)
 		})
+	}
+}
+
+func TestClassBudgetFlagsValidate(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(*gateway.Config)
+		want   string
+	}{
+		{"batch default above its max", func(c *gateway.Config) { c.Batch.Default = 2 * c.Batch.Max }, "batch-budget:"},
+		{"zero background max", func(c *gateway.Config) { c.Background.Max = 0 }, "background-budget and background-max-budget"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := gateway.DefaultConfig()
+			tt.change(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate = %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+	if err := gateway.DefaultConfig().Validate(); err != nil {
+		t.Errorf("the defaults do not validate: %v", err)
 	}
 }

@@ -141,28 +141,24 @@ func (c Config) Budgets() deadline.Budgets {
 	}
 }
 
-// checkClasses reports a class budget that makes no sense, or one whose
-// maximum the services would cut anyway: every gRPC server caps the
-// deadline it accepts at the class's default maximum (budgeted mode).
+// checkClasses reports a class budget that makes no sense. (A maximum
+// above a class's default maximum is allowed: the gateway may spend it on
+// its own work, but every budgeted gRPC server still caps the deadline it
+// accepts at the class's default maximum.)
 func (c Config) checkClasses() []error {
 	var errs []error
-	servers := deadline.DefaultBudgets()
 	for _, x := range []struct {
 		flag, maxFlag string
-		class         deadline.Class
 		b             deadline.ClassBudget
 	}{
-		{"budget", "max-budget", deadline.Interactive, deadline.ClassBudget{Default: c.Budget, Max: c.MaxBudget}},
-		{"background-budget", "background-max-budget", deadline.Background, c.Background},
-		{"batch-budget", "batch-max-budget", deadline.Batch, c.Batch},
+		{"background-budget", "background-max-budget", c.Background},
+		{"batch-budget", "batch-max-budget", c.Batch},
 	} {
-		switch accepted := servers.For(x.class).Max; {
-		case x.class != deadline.Interactive && (x.b.Default <= 0 || x.b.Max <= 0):
+		switch {
+		case x.b.Default <= 0 || x.b.Max <= 0:
 			errs = append(errs, fmt.Errorf("%s and %s: must be positive", x.flag, x.maxFlag))
-		case x.class != deadline.Interactive && x.b.Default > x.b.Max:
+		case x.b.Default > x.b.Max:
 			errs = append(errs, fmt.Errorf("%s: %v is above %s %v", x.flag, x.b.Default, x.maxFlag, x.b.Max))
-		case x.b.Max > accepted:
-			errs = append(errs, fmt.Errorf("%s: %v is above the %v every service accepts for %s requests", x.maxFlag, x.b.Max, accepted, x.class))
 		}
 	}
 	return errs
