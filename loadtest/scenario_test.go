@@ -19,7 +19,7 @@ phases:
 	for faults, want := range map[string]string{
 		`shipping: "CreateShipment:hang=5s"`: "",
 		`catalog: "latency=5ms"`:             "",
-		`shipping: "NoSuchMethod:hang=5s"`:   `phase slow: shipping: unknown method "NoSuchMethod" for shipping (want CreateShipment or *)`,
+		`shipping: "NoSuchMethod:hang=5s"`:   `phase slow: shipping: unknown method "NoSuchMethod" for shipping (want CreateShipment, EstimateDelivery or *)`,
 		`catalog: "reservestock:latency=1s"`: `did you mean ReserveStock?`,
 		`payments: "CreateShipment:hang"`:    `unknown method "CreateShipment" for payments (want CreateCharge, ScreenOrder or *)`,
 		`inventory: "latency=1s"`:            `phase slow: unknown service "inventory"`,

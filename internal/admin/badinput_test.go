@@ -157,13 +157,13 @@ func TestAdminBadInputMatrix(t *testing.T) {
 		put("/admin/faults/CreateCharge", "not a duration, one method", `{"hang":"forever"}`, 400, "hang: not a duration"),
 		tc{"delete a method with a dash", http.MethodDelete, "/admin/faults/Bad-Name", "", jsonHeader(), 400, "letters and digits only"},
 		put("/admin/faults/NoSuchMethod", "a method the service does not simulate", `{"latency":"1s"}`, 400,
-			`unknown method "NoSuchMethod" for payments (want CreateCharge, ScreenOrder or *)`),
+			`unknown method "NoSuchMethod" for payments (want CreateCharge, ScreenOrder, RecordAudit or *)`),
 		put("/admin/faults/createcharge", "a method in the wrong case", `{"latency":"1s"}`, 400,
-			`unknown method "createcharge" for payments: names are case-sensitive, did you mean CreateCharge? (want CreateCharge, ScreenOrder or *)`),
+			`unknown method "createcharge" for payments: names are case-sensitive, did you mean CreateCharge? (want CreateCharge, ScreenOrder, RecordAudit or *)`),
 		put("/admin/faults", "another service's method", `{"CreateShipment":{"latency":"1s"}}`, 400,
-			`unknown method "CreateShipment" for payments (want CreateCharge, ScreenOrder or *)`),
+			`unknown method "CreateShipment" for payments (want CreateCharge, ScreenOrder, RecordAudit or *)`),
 		tc{"delete a method the service does not simulate", http.MethodDelete, "/admin/faults/NoSuchMethod", "", jsonHeader(), 400,
-			`unknown method "NoSuchMethod" for payments (want CreateCharge, ScreenOrder or *)`},
+			`unknown method "NoSuchMethod" for payments (want CreateCharge, ScreenOrder, RecordAudit or *)`},
 	)
 	// Wrong methods and unknown routes.
 	for _, m := range []struct{ method, path string }{

@@ -30,8 +30,14 @@ const (
 	PaymentsCreateCharge = "CreateCharge"
 	// PaymentsScreenOrder is the fraud vendor's answer to a screening.
 	PaymentsScreenOrder = "ScreenOrder"
+	// PaymentsRecordAudit is payments' write of a checkout to its audit
+	// trail: the destination of orders' fire-forward audit queue.
+	PaymentsRecordAudit = "RecordAudit"
 	// ShippingCreateShipment is the carrier's answer to a booking.
 	ShippingCreateShipment = "CreateShipment"
+	// ShippingEstimateDelivery is the carrier's delivery quote: the
+	// checkout's optional call.
+	ShippingEstimateDelivery = "EstimateDelivery"
 )
 
 // simulated is every simulated method: whose it is, and the hop its work
@@ -48,7 +54,9 @@ var simulated = []struct{ service, method, hop string }{
 	{ServiceCatalog, CatalogExportCatalog, "catalog"},
 	{ServicePayments, PaymentsCreateCharge, "psp"},
 	{ServicePayments, PaymentsScreenOrder, "screen"},
+	{ServicePayments, PaymentsRecordAudit, "audit"},
 	{ServiceShipping, ShippingCreateShipment, "carrier"},
+	{ServiceShipping, ShippingEstimateDelivery, "carrier.estimate"},
 }
 
 // Methods returns the methods whose work service simulates, in the order

@@ -91,6 +91,14 @@ type Mechanisms struct {
 	// interactive work. Off, one class: every request gets interactive's
 	// budget and waits in the one queue.
 	Classes bool `json:"classes"`
+	// Criticality: each of orders' dependencies is treated as its
+	// criticality says (services/orders/graph.go): an optional call runs
+	// beside the critical path with a short slice and a default value on
+	// expiry, and fire-forward work leaves the request for a queue with
+	// its own lifetime. Off, every dependency is critical and in line: a
+	// failed optional call fails the checkout, and the audit write is made
+	// under the request's deadline.
+	Criticality bool `json:"criticality"`
 }
 
 // Fanout is how independent calls run.
@@ -150,8 +158,7 @@ func (m Mode) Mechanisms() Mechanisms {
 	return Mechanisms{
 		EdgeDeadline: on, ClipToBudget: on, Admission: on, HonourCancel: on,
 		Bulkheads: on, Breakers: on, Retries: retries, Outbox: on, Idempotency: on,
-		Fanout:  fanout,
-		Classes: on,
+		Fanout: fanout, Classes: on, Criticality: on,
 	}
 }
 

@@ -75,7 +75,7 @@ func TestMechanisms(t *testing.T) {
 		{mode.Budgeted, mode.Mechanisms{
 			EdgeDeadline: true, ClipToBudget: true, Admission: true, HonourCancel: true,
 			Bulkheads: true, Breakers: true, Retries: mode.RetriesBudgeted, Outbox: true, Idempotency: true,
-			Fanout: mode.FanoutParallel, Classes: true,
+			Fanout: mode.FanoutParallel, Classes: true, Criticality: true,
 		}},
 		{mode.Naive, mode.Mechanisms{Retries: mode.RetriesNaive, Fanout: mode.FanoutSequential}},
 		{mode.Mode("unknown"), mode.Mechanisms{Retries: mode.RetriesNaive, Fanout: mode.FanoutSequential}},

@@ -23,6 +23,7 @@ type Overrides struct {
 	Outbox       *bool    `json:"outbox,omitempty"`
 	Fanout       *Fanout  `json:"fanout,omitempty"`
 	Classes      *bool    `json:"classes,omitempty"`
+	Criticality  *bool    `json:"criticality,omitempty"`
 }
 
 // Apply returns m with o's switches applied.
@@ -41,6 +42,7 @@ func (m Mechanisms) Apply(o Overrides) Mechanisms {
 	set(&m.Idempotency, o.Idempotency)
 	set(&m.Outbox, o.Outbox)
 	set(&m.Classes, o.Classes)
+	set(&m.Criticality, o.Criticality)
 	if o.Retries != nil {
 		m.Retries = *o.Retries
 	}
@@ -71,7 +73,8 @@ func (o *Overrides) fields() map[string]**bool {
 		"edge_deadline": &o.EdgeDeadline, "clip_to_budget": &o.ClipToBudget,
 		"admission": &o.Admission, "honour_cancel": &o.HonourCancel,
 		"bulkheads": &o.Bulkheads, "breakers": &o.Breakers, "idempotency": &o.Idempotency, "outbox": &o.Outbox,
-		"classes": &o.Classes,
+		"classes":     &o.Classes,
+		"criticality": &o.Criticality,
 	}
 }
 

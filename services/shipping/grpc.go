@@ -36,3 +36,15 @@ func (g grpcServer) GetShipment(ctx context.Context, req *shippingv1.GetShipment
 	}
 	return toProto(sh), nil
 }
+
+func (g grpcServer) EstimateDelivery(ctx context.Context, req *shippingv1.EstimateDeliveryRequest) (*shippingv1.DeliveryEstimate, error) {
+	items := make([]Item, len(req.GetItems()))
+	for i, it := range req.GetItems() {
+		items[i] = Item{SKU: it.GetSku(), Qty: it.GetQty()}
+	}
+	e, err := g.svc.EstimateDelivery(ctx, req.GetAddress(), items)
+	if err != nil {
+		return nil, apperr.Status(err)
+	}
+	return &shippingv1.DeliveryEstimate{MinBusinessDays: e.MinBusinessDays, MaxBusinessDays: e.MaxBusinessDays}, nil
+}

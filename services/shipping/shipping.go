@@ -43,14 +43,22 @@ func validate(sh Shipment) error {
 		return apperr.New(apperr.Invalid, "order_id is required")
 	case len(sh.OrderID) > MaxIDBytes:
 		return apperr.New(apperr.Invalid, "order_id is longer than %d characters", MaxIDBytes)
-	case sh.Address == "":
-		return apperr.New(apperr.Invalid, "address is required")
-	case len(sh.Address) > MaxAddressBytes:
-		return apperr.New(apperr.Invalid, "address is longer than %d bytes", MaxAddressBytes)
-	case len(sh.Items) == 0 || len(sh.Items) > MaxItems:
-		return apperr.New(apperr.Invalid, "a shipment needs 1 to %d items, got %d", MaxItems, len(sh.Items))
 	}
-	for i, it := range sh.Items {
+	return validateParcel(sh.Address, sh.Items)
+}
+
+// validateParcel reports what is wrong with a parcel's address and items,
+// booked or only quoted.
+func validateParcel(address string, items []Item) error {
+	switch {
+	case address == "":
+		return apperr.New(apperr.Invalid, "address is required")
+	case len(address) > MaxAddressBytes:
+		return apperr.New(apperr.Invalid, "address is longer than %d bytes", MaxAddressBytes)
+	case len(items) == 0 || len(items) > MaxItems:
+		return apperr.New(apperr.Invalid, "a shipment needs 1 to %d items, got %d", MaxItems, len(items))
+	}
+	for i, it := range items {
 		switch {
 		case it.SKU == "" || len(it.SKU) > MaxIDBytes:
 			return apperr.New(apperr.Invalid, "items[%d].sku must be 1 to %d characters", i, MaxIDBytes)

@@ -295,8 +295,15 @@ type Order struct {
 	// created_unix_ms is the creation time in Unix milliseconds.
 	CreatedUnixMs  int64          `protobuf:"varint,10,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
 	ShipmentStatus ShipmentStatus `protobuf:"varint,13,opt,name=shipment_status,json=shipmentStatus,proto3,enum=mercado.orders.v1.ShipmentStatus" json:"shipment_status,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// delivery_estimate is shipping's quote, or the default window when the
+	// quote did not come in time (then "delivery_estimate" is in degraded).
+	// Unset before the order is confirmed.
+	DeliveryEstimate *DeliveryEstimate `protobuf:"bytes,14,opt,name=delivery_estimate,json=deliveryEstimate,proto3" json:"delivery_estimate,omitempty"`
+	// degraded names the optional parts of the answer that hold a default
+	// value instead of a dependency's answer, such as "delivery_estimate".
+	Degraded      []string `protobuf:"bytes,15,rep,name=degraded,proto3" json:"degraded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Order) Reset() {
@@ -406,6 +413,73 @@ func (x *Order) GetShipmentStatus() ShipmentStatus {
 	return ShipmentStatus_SHIPMENT_STATUS_UNSPECIFIED
 }
 
+func (x *Order) GetDeliveryEstimate() *DeliveryEstimate {
+	if x != nil {
+		return x.DeliveryEstimate
+	}
+	return nil
+}
+
+func (x *Order) GetDegraded() []string {
+	if x != nil {
+		return x.Degraded
+	}
+	return nil
+}
+
+// DeliveryEstimate is a window of business days from the order.
+type DeliveryEstimate struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	MinBusinessDays int32                  `protobuf:"varint,1,opt,name=min_business_days,json=minBusinessDays,proto3" json:"min_business_days,omitempty"`
+	MaxBusinessDays int32                  `protobuf:"varint,2,opt,name=max_business_days,json=maxBusinessDays,proto3" json:"max_business_days,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeliveryEstimate) Reset() {
+	*x = DeliveryEstimate{}
+	mi := &file_orders_v1_orders_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliveryEstimate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliveryEstimate) ProtoMessage() {}
+
+func (x *DeliveryEstimate) ProtoReflect() protoreflect.Message {
+	mi := &file_orders_v1_orders_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliveryEstimate.ProtoReflect.Descriptor instead.
+func (*DeliveryEstimate) Descriptor() ([]byte, []int) {
+	return file_orders_v1_orders_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DeliveryEstimate) GetMinBusinessDays() int32 {
+	if x != nil {
+		return x.MinBusinessDays
+	}
+	return 0
+}
+
+func (x *DeliveryEstimate) GetMaxBusinessDays() int32 {
+	if x != nil {
+		return x.MaxBusinessDays
+	}
+	return 0
+}
+
 type GetOrderRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	OrderId       string                 `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
@@ -415,7 +489,7 @@ type GetOrderRequest struct {
 
 func (x *GetOrderRequest) Reset() {
 	*x = GetOrderRequest{}
-	mi := &file_orders_v1_orders_proto_msgTypes[3]
+	mi := &file_orders_v1_orders_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +501,7 @@ func (x *GetOrderRequest) String() string {
 func (*GetOrderRequest) ProtoMessage() {}
 
 func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_orders_v1_orders_proto_msgTypes[3]
+	mi := &file_orders_v1_orders_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +514,7 @@ func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderRequest) Descriptor() ([]byte, []int) {
-	return file_orders_v1_orders_proto_rawDescGZIP(), []int{3}
+	return file_orders_v1_orders_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetOrderRequest) GetOrderId() string {
@@ -465,7 +539,7 @@ const file_orders_v1_orders_proto_rawDesc = "" +
 	"\aaddress\x18\x03 \x01(\tR\aaddress\x12'\n" +
 	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x05 \x01(\tR\trequestId\"\xb8\x03\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"\xa6\x04\n" +
 	"\x05Order\x12\x19\n" +
 	"\border_id\x18\x01 \x01(\tR\aorderId\x126\n" +
 	"\x06status\x18\f \x01(\x0e2\x1e.mercado.orders.v1.OrderStatusR\x06status\x12\x1a\n" +
@@ -480,7 +554,12 @@ const file_orders_v1_orders_proto_rawDesc = "" +
 	"\afailure\x18\t \x01(\tR\afailure\x12&\n" +
 	"\x0fcreated_unix_ms\x18\n" +
 	" \x01(\x03R\rcreatedUnixMs\x12J\n" +
-	"\x0fshipment_status\x18\r \x01(\x0e2!.mercado.orders.v1.ShipmentStatusR\x0eshipmentStatusJ\x04\b\x02\x10\x03J\x04\b\v\x10\f\",\n" +
+	"\x0fshipment_status\x18\r \x01(\x0e2!.mercado.orders.v1.ShipmentStatusR\x0eshipmentStatus\x12P\n" +
+	"\x11delivery_estimate\x18\x0e \x01(\v2#.mercado.orders.v1.DeliveryEstimateR\x10deliveryEstimate\x12\x1a\n" +
+	"\bdegraded\x18\x0f \x03(\tR\bdegradedJ\x04\b\x02\x10\x03J\x04\b\v\x10\f\"j\n" +
+	"\x10DeliveryEstimate\x12*\n" +
+	"\x11min_business_days\x18\x01 \x01(\x05R\x0fminBusinessDays\x12*\n" +
+	"\x11max_business_days\x18\x02 \x01(\x05R\x0fmaxBusinessDays\",\n" +
 	"\x0fGetOrderRequest\x12\x19\n" +
 	"\border_id\x18\x01 \x01(\tR\aorderId*\x9c\x01\n" +
 	"\vOrderStatus\x12\x1c\n" +
@@ -511,29 +590,31 @@ func file_orders_v1_orders_proto_rawDescGZIP() []byte {
 }
 
 var file_orders_v1_orders_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_orders_v1_orders_proto_goTypes = []any{
 	(OrderStatus)(0),          // 0: mercado.orders.v1.OrderStatus
 	(ShipmentStatus)(0),       // 1: mercado.orders.v1.ShipmentStatus
 	(*Item)(nil),              // 2: mercado.orders.v1.Item
 	(*PlaceOrderRequest)(nil), // 3: mercado.orders.v1.PlaceOrderRequest
 	(*Order)(nil),             // 4: mercado.orders.v1.Order
-	(*GetOrderRequest)(nil),   // 5: mercado.orders.v1.GetOrderRequest
+	(*DeliveryEstimate)(nil),  // 5: mercado.orders.v1.DeliveryEstimate
+	(*GetOrderRequest)(nil),   // 6: mercado.orders.v1.GetOrderRequest
 }
 var file_orders_v1_orders_proto_depIdxs = []int32{
 	2, // 0: mercado.orders.v1.PlaceOrderRequest.items:type_name -> mercado.orders.v1.Item
 	0, // 1: mercado.orders.v1.Order.status:type_name -> mercado.orders.v1.OrderStatus
 	2, // 2: mercado.orders.v1.Order.items:type_name -> mercado.orders.v1.Item
 	1, // 3: mercado.orders.v1.Order.shipment_status:type_name -> mercado.orders.v1.ShipmentStatus
-	3, // 4: mercado.orders.v1.OrdersService.PlaceOrder:input_type -> mercado.orders.v1.PlaceOrderRequest
-	5, // 5: mercado.orders.v1.OrdersService.GetOrder:input_type -> mercado.orders.v1.GetOrderRequest
-	4, // 6: mercado.orders.v1.OrdersService.PlaceOrder:output_type -> mercado.orders.v1.Order
-	4, // 7: mercado.orders.v1.OrdersService.GetOrder:output_type -> mercado.orders.v1.Order
-	6, // [6:8] is the sub-list for method output_type
-	4, // [4:6] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	5, // 4: mercado.orders.v1.Order.delivery_estimate:type_name -> mercado.orders.v1.DeliveryEstimate
+	3, // 5: mercado.orders.v1.OrdersService.PlaceOrder:input_type -> mercado.orders.v1.PlaceOrderRequest
+	6, // 6: mercado.orders.v1.OrdersService.GetOrder:input_type -> mercado.orders.v1.GetOrderRequest
+	4, // 7: mercado.orders.v1.OrdersService.PlaceOrder:output_type -> mercado.orders.v1.Order
+	4, // 8: mercado.orders.v1.OrdersService.GetOrder:output_type -> mercado.orders.v1.Order
+	7, // [7:9] is the sub-list for method output_type
+	5, // [5:7] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_orders_v1_orders_proto_init() }
@@ -547,7 +628,7 @@ func file_orders_v1_orders_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_orders_v1_orders_proto_rawDesc), len(file_orders_v1_orders_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -548,6 +548,145 @@ func (x *Screening) GetScore() int32 {
 	return 0
 }
 
+// AuditEvent is a completed checkout, as orders reports it.
+type AuditEvent struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	OrderId    string                 `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	Customer   string                 `protobuf:"bytes,2,opt,name=customer,proto3" json:"customer,omitempty"`
+	TotalCents int64                  `protobuf:"varint,3,opt,name=total_cents,json=totalCents,proto3" json:"total_cents,omitempty"`
+	ChargeId   string                 `protobuf:"bytes,4,opt,name=charge_id,json=chargeId,proto3" json:"charge_id,omitempty"`
+	RequestId  string                 `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// confirmed_unix_ms is when orders confirmed the order.
+	ConfirmedUnixMs int64 `protobuf:"varint,6,opt,name=confirmed_unix_ms,json=confirmedUnixMs,proto3" json:"confirmed_unix_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AuditEvent) Reset() {
+	*x = AuditEvent{}
+	mi := &file_payments_v1_payments_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEvent) ProtoMessage() {}
+
+func (x *AuditEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_payments_v1_payments_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
+func (*AuditEvent) Descriptor() ([]byte, []int) {
+	return file_payments_v1_payments_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AuditEvent) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetCustomer() string {
+	if x != nil {
+		return x.Customer
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetTotalCents() int64 {
+	if x != nil {
+		return x.TotalCents
+	}
+	return 0
+}
+
+func (x *AuditEvent) GetChargeId() string {
+	if x != nil {
+		return x.ChargeId
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetConfirmedUnixMs() int64 {
+	if x != nil {
+		return x.ConfirmedUnixMs
+	}
+	return 0
+}
+
+type AuditEntry struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	OrderId string                 `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	// recorded_unix_ms is when payments first recorded the event.
+	RecordedUnixMs int64 `protobuf:"varint,2,opt,name=recorded_unix_ms,json=recordedUnixMs,proto3" json:"recorded_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *AuditEntry) Reset() {
+	*x = AuditEntry{}
+	mi := &file_payments_v1_payments_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEntry) ProtoMessage() {}
+
+func (x *AuditEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_payments_v1_payments_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
+func (*AuditEntry) Descriptor() ([]byte, []int) {
+	return file_payments_v1_payments_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AuditEntry) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetRecordedUnixMs() int64 {
+	if x != nil {
+		return x.RecordedUnixMs
+	}
+	return 0
+}
+
 var File_payments_v1_payments_proto protoreflect.FileDescriptor
 
 const file_payments_v1_payments_proto_rawDesc = "" +
@@ -585,7 +724,21 @@ const file_payments_v1_payments_proto_rawDesc = "" +
 	"\x03qty\x18\x02 \x01(\x03R\x03qty\"_\n" +
 	"\tScreening\x12<\n" +
 	"\averdict\x18\x01 \x01(\x0e2\".mercado.payments.v1.ScreenVerdictR\averdict\x12\x14\n" +
-	"\x05score\x18\x02 \x01(\x05R\x05score*\x7f\n" +
+	"\x05score\x18\x02 \x01(\x05R\x05score\"\xcc\x01\n" +
+	"\n" +
+	"AuditEvent\x12\x19\n" +
+	"\border_id\x18\x01 \x01(\tR\aorderId\x12\x1a\n" +
+	"\bcustomer\x18\x02 \x01(\tR\bcustomer\x12\x1f\n" +
+	"\vtotal_cents\x18\x03 \x01(\x03R\n" +
+	"totalCents\x12\x1b\n" +
+	"\tcharge_id\x18\x04 \x01(\tR\bchargeId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\x12*\n" +
+	"\x11confirmed_unix_ms\x18\x06 \x01(\x03R\x0fconfirmedUnixMs\"Q\n" +
+	"\n" +
+	"AuditEntry\x12\x19\n" +
+	"\border_id\x18\x01 \x01(\tR\aorderId\x12(\n" +
+	"\x10recorded_unix_ms\x18\x02 \x01(\x03R\x0erecordedUnixMs*\x7f\n" +
 	"\fChargeStatus\x12\x1d\n" +
 	"\x19CHARGE_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15CHARGE_STATUS_PENDING\x10\x01\x12\x1b\n" +
@@ -594,13 +747,14 @@ const file_payments_v1_payments_proto_rawDesc = "" +
 	"\rScreenVerdict\x12\x1e\n" +
 	"\x1aSCREEN_VERDICT_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17SCREEN_VERDICT_APPROVED\x10\x01\x12\x1b\n" +
-	"\x17SCREEN_VERDICT_DECLINED\x10\x022\xde\x02\n" +
+	"\x17SCREEN_VERDICT_DECLINED\x10\x022\xaf\x03\n" +
 	"\x0fPaymentsService\x12O\n" +
 	"\fCreateCharge\x12\".mercado.payments.v1.ChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12O\n" +
 	"\tGetCharge\x12%.mercado.payments.v1.GetChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12Q\n" +
 	"\n" +
 	"VoidCharge\x12&.mercado.payments.v1.VoidChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12V\n" +
-	"\vScreenOrder\x12'.mercado.payments.v1.ScreenOrderRequest\x1a\x1e.mercado.payments.v1.ScreeningB=Z;github.com/mercado-lab/mercado/proto/payments/v1;paymentsv1b\x06proto3"
+	"\vScreenOrder\x12'.mercado.payments.v1.ScreenOrderRequest\x1a\x1e.mercado.payments.v1.Screening\x12O\n" +
+	"\vRecordAudit\x12\x1f.mercado.payments.v1.AuditEvent\x1a\x1f.mercado.payments.v1.AuditEntryB=Z;github.com/mercado-lab/mercado/proto/payments/v1;paymentsv1b\x06proto3"
 
 var (
 	file_payments_v1_payments_proto_rawDescOnce sync.Once
@@ -615,7 +769,7 @@ func file_payments_v1_payments_proto_rawDescGZIP() []byte {
 }
 
 var file_payments_v1_payments_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_payments_v1_payments_proto_goTypes = []any{
 	(ChargeStatus)(0),          // 0: mercado.payments.v1.ChargeStatus
 	(ScreenVerdict)(0),         // 1: mercado.payments.v1.ScreenVerdict
@@ -626,24 +780,28 @@ var file_payments_v1_payments_proto_goTypes = []any{
 	(*ScreenOrderRequest)(nil), // 6: mercado.payments.v1.ScreenOrderRequest
 	(*ScreenItem)(nil),         // 7: mercado.payments.v1.ScreenItem
 	(*Screening)(nil),          // 8: mercado.payments.v1.Screening
+	(*AuditEvent)(nil),         // 9: mercado.payments.v1.AuditEvent
+	(*AuditEntry)(nil),         // 10: mercado.payments.v1.AuditEntry
 }
 var file_payments_v1_payments_proto_depIdxs = []int32{
-	0, // 0: mercado.payments.v1.Charge.status:type_name -> mercado.payments.v1.ChargeStatus
-	7, // 1: mercado.payments.v1.ScreenOrderRequest.items:type_name -> mercado.payments.v1.ScreenItem
-	1, // 2: mercado.payments.v1.Screening.verdict:type_name -> mercado.payments.v1.ScreenVerdict
-	2, // 3: mercado.payments.v1.PaymentsService.CreateCharge:input_type -> mercado.payments.v1.ChargeRequest
-	4, // 4: mercado.payments.v1.PaymentsService.GetCharge:input_type -> mercado.payments.v1.GetChargeRequest
-	5, // 5: mercado.payments.v1.PaymentsService.VoidCharge:input_type -> mercado.payments.v1.VoidChargeRequest
-	6, // 6: mercado.payments.v1.PaymentsService.ScreenOrder:input_type -> mercado.payments.v1.ScreenOrderRequest
-	3, // 7: mercado.payments.v1.PaymentsService.CreateCharge:output_type -> mercado.payments.v1.Charge
-	3, // 8: mercado.payments.v1.PaymentsService.GetCharge:output_type -> mercado.payments.v1.Charge
-	3, // 9: mercado.payments.v1.PaymentsService.VoidCharge:output_type -> mercado.payments.v1.Charge
-	8, // 10: mercado.payments.v1.PaymentsService.ScreenOrder:output_type -> mercado.payments.v1.Screening
-	7, // [7:11] is the sub-list for method output_type
-	3, // [3:7] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	0,  // 0: mercado.payments.v1.Charge.status:type_name -> mercado.payments.v1.ChargeStatus
+	7,  // 1: mercado.payments.v1.ScreenOrderRequest.items:type_name -> mercado.payments.v1.ScreenItem
+	1,  // 2: mercado.payments.v1.Screening.verdict:type_name -> mercado.payments.v1.ScreenVerdict
+	2,  // 3: mercado.payments.v1.PaymentsService.CreateCharge:input_type -> mercado.payments.v1.ChargeRequest
+	4,  // 4: mercado.payments.v1.PaymentsService.GetCharge:input_type -> mercado.payments.v1.GetChargeRequest
+	5,  // 5: mercado.payments.v1.PaymentsService.VoidCharge:input_type -> mercado.payments.v1.VoidChargeRequest
+	6,  // 6: mercado.payments.v1.PaymentsService.ScreenOrder:input_type -> mercado.payments.v1.ScreenOrderRequest
+	9,  // 7: mercado.payments.v1.PaymentsService.RecordAudit:input_type -> mercado.payments.v1.AuditEvent
+	3,  // 8: mercado.payments.v1.PaymentsService.CreateCharge:output_type -> mercado.payments.v1.Charge
+	3,  // 9: mercado.payments.v1.PaymentsService.GetCharge:output_type -> mercado.payments.v1.Charge
+	3,  // 10: mercado.payments.v1.PaymentsService.VoidCharge:output_type -> mercado.payments.v1.Charge
+	8,  // 11: mercado.payments.v1.PaymentsService.ScreenOrder:output_type -> mercado.payments.v1.Screening
+	10, // 12: mercado.payments.v1.PaymentsService.RecordAudit:output_type -> mercado.payments.v1.AuditEntry
+	8,  // [8:13] is the sub-list for method output_type
+	3,  // [3:8] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_payments_v1_payments_proto_init() }
@@ -657,7 +815,7 @@ func file_payments_v1_payments_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_payments_v1_payments_proto_rawDesc), len(file_payments_v1_payments_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,7 @@ const (
 	PaymentsService_GetCharge_FullMethodName    = "/mercado.payments.v1.PaymentsService/GetCharge"
 	PaymentsService_VoidCharge_FullMethodName   = "/mercado.payments.v1.PaymentsService/VoidCharge"
 	PaymentsService_ScreenOrder_FullMethodName  = "/mercado.payments.v1.PaymentsService/ScreenOrder"
+	PaymentsService_RecordAudit_FullMethodName  = "/mercado.payments.v1.PaymentsService/RecordAudit"
 )
 
 // PaymentsServiceClient is the client API for PaymentsService service.
@@ -44,6 +45,10 @@ type PaymentsServiceClient interface {
 	// It needs no price, so a caller can run it alongside the stock
 	// reservation. A declined order must not be charged.
 	ScreenOrder(ctx context.Context, in *ScreenOrderRequest, opts ...grpc.CallOption) (*Screening, error)
+	// RecordAudit adds a completed checkout to the audit trail, beside the
+	// ledger of charges it accounts for. One entry per order: recording an
+	// order again returns the first entry, so a sender may retry freely.
+	RecordAudit(ctx context.Context, in *AuditEvent, opts ...grpc.CallOption) (*AuditEntry, error)
 }
 
 type paymentsServiceClient struct {
@@ -94,6 +99,16 @@ func (c *paymentsServiceClient) ScreenOrder(ctx context.Context, in *ScreenOrder
 	return out, nil
 }
 
+func (c *paymentsServiceClient) RecordAudit(ctx context.Context, in *AuditEvent, opts ...grpc.CallOption) (*AuditEntry, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuditEntry)
+	err := c.cc.Invoke(ctx, PaymentsService_RecordAudit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PaymentsServiceServer is the server API for PaymentsService service.
 // All implementations must embed UnimplementedPaymentsServiceServer
 // for forward compatibility.
@@ -110,6 +125,10 @@ type PaymentsServiceServer interface {
 	// It needs no price, so a caller can run it alongside the stock
 	// reservation. A declined order must not be charged.
 	ScreenOrder(context.Context, *ScreenOrderRequest) (*Screening, error)
+	// RecordAudit adds a completed checkout to the audit trail, beside the
+	// ledger of charges it accounts for. One entry per order: recording an
+	// order again returns the first entry, so a sender may retry freely.
+	RecordAudit(context.Context, *AuditEvent) (*AuditEntry, error)
 	mustEmbedUnimplementedPaymentsServiceServer()
 }
 
@@ -131,6 +150,9 @@ func (UnimplementedPaymentsServiceServer) VoidCharge(context.Context, *VoidCharg
 }
 func (UnimplementedPaymentsServiceServer) ScreenOrder(context.Context, *ScreenOrderRequest) (*Screening, error) {
 	return nil, status.Error(codes.Unimplemented, "method ScreenOrder not implemented")
+}
+func (UnimplementedPaymentsServiceServer) RecordAudit(context.Context, *AuditEvent) (*AuditEntry, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordAudit not implemented")
 }
 func (UnimplementedPaymentsServiceServer) mustEmbedUnimplementedPaymentsServiceServer() {}
 func (UnimplementedPaymentsServiceServer) testEmbeddedByValue()                         {}
@@ -225,6 +247,24 @@ func _PaymentsService_ScreenOrder_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PaymentsService_RecordAudit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AuditEvent)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PaymentsServiceServer).RecordAudit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PaymentsService_RecordAudit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PaymentsServiceServer).RecordAudit(ctx, req.(*AuditEvent))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PaymentsService_ServiceDesc is the grpc.ServiceDesc for PaymentsService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -247,6 +287,10 @@ var PaymentsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ScreenOrder",
 			Handler:    _PaymentsService_ScreenOrder_Handler,
+		},
+		{
+			MethodName: "RecordAudit",
+			Handler:    _PaymentsService_RecordAudit_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -5,7 +5,8 @@
 // source: shipping/v1/shipping.proto
 
 // Shipping books shipments with a simulated carrier. It is the last hop of
-// the checkout chain.
+// the checkout chain, and it quotes delivery times: an optional call the
+// checkout can answer without (see docs/criticality.md).
 
 package shippingv1
 
@@ -248,6 +249,111 @@ func (x *GetShipmentRequest) GetShipmentId() string {
 	return ""
 }
 
+type EstimateDeliveryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Address       string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	Items         []*Item                `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EstimateDeliveryRequest) Reset() {
+	*x = EstimateDeliveryRequest{}
+	mi := &file_shipping_v1_shipping_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EstimateDeliveryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EstimateDeliveryRequest) ProtoMessage() {}
+
+func (x *EstimateDeliveryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_shipping_v1_shipping_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EstimateDeliveryRequest.ProtoReflect.Descriptor instead.
+func (*EstimateDeliveryRequest) Descriptor() ([]byte, []int) {
+	return file_shipping_v1_shipping_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *EstimateDeliveryRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *EstimateDeliveryRequest) GetItems() []*Item {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// DeliveryEstimate is a window of business days from the order.
+type DeliveryEstimate struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	MinBusinessDays int32                  `protobuf:"varint,1,opt,name=min_business_days,json=minBusinessDays,proto3" json:"min_business_days,omitempty"`
+	MaxBusinessDays int32                  `protobuf:"varint,2,opt,name=max_business_days,json=maxBusinessDays,proto3" json:"max_business_days,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeliveryEstimate) Reset() {
+	*x = DeliveryEstimate{}
+	mi := &file_shipping_v1_shipping_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliveryEstimate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliveryEstimate) ProtoMessage() {}
+
+func (x *DeliveryEstimate) ProtoReflect() protoreflect.Message {
+	mi := &file_shipping_v1_shipping_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliveryEstimate.ProtoReflect.Descriptor instead.
+func (*DeliveryEstimate) Descriptor() ([]byte, []int) {
+	return file_shipping_v1_shipping_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DeliveryEstimate) GetMinBusinessDays() int32 {
+	if x != nil {
+		return x.MinBusinessDays
+	}
+	return 0
+}
+
+func (x *DeliveryEstimate) GetMaxBusinessDays() int32 {
+	if x != nil {
+		return x.MaxBusinessDays
+	}
+	return 0
+}
+
 var File_shipping_v1_shipping_proto protoreflect.FileDescriptor
 
 const file_shipping_v1_shipping_proto_rawDesc = "" +
@@ -268,10 +374,17 @@ const file_shipping_v1_shipping_proto_rawDesc = "" +
 	"\x06status\x18\x04 \x01(\tR\x06status\"5\n" +
 	"\x12GetShipmentRequest\x12\x1f\n" +
 	"\vshipment_id\x18\x01 \x01(\tR\n" +
-	"shipmentId2\xc5\x01\n" +
+	"shipmentId\"d\n" +
+	"\x17EstimateDeliveryRequest\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12/\n" +
+	"\x05items\x18\x02 \x03(\v2\x19.mercado.shipping.v1.ItemR\x05items\"j\n" +
+	"\x10DeliveryEstimate\x12*\n" +
+	"\x11min_business_days\x18\x01 \x01(\x05R\x0fminBusinessDays\x12*\n" +
+	"\x11max_business_days\x18\x02 \x01(\x05R\x0fmaxBusinessDays2\xae\x02\n" +
 	"\x0fShippingService\x12[\n" +
 	"\x0eCreateShipment\x12*.mercado.shipping.v1.CreateShipmentRequest\x1a\x1d.mercado.shipping.v1.Shipment\x12U\n" +
-	"\vGetShipment\x12'.mercado.shipping.v1.GetShipmentRequest\x1a\x1d.mercado.shipping.v1.ShipmentB=Z;github.com/mercado-lab/mercado/proto/shipping/v1;shippingv1b\x06proto3"
+	"\vGetShipment\x12'.mercado.shipping.v1.GetShipmentRequest\x1a\x1d.mercado.shipping.v1.Shipment\x12g\n" +
+	"\x10EstimateDelivery\x12,.mercado.shipping.v1.EstimateDeliveryRequest\x1a%.mercado.shipping.v1.DeliveryEstimateB=Z;github.com/mercado-lab/mercado/proto/shipping/v1;shippingv1b\x06proto3"
 
 var (
 	file_shipping_v1_shipping_proto_rawDescOnce sync.Once
@@ -285,24 +398,29 @@ func file_shipping_v1_shipping_proto_rawDescGZIP() []byte {
 	return file_shipping_v1_shipping_proto_rawDescData
 }
 
-var file_shipping_v1_shipping_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_shipping_v1_shipping_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_shipping_v1_shipping_proto_goTypes = []any{
-	(*Item)(nil),                  // 0: mercado.shipping.v1.Item
-	(*CreateShipmentRequest)(nil), // 1: mercado.shipping.v1.CreateShipmentRequest
-	(*Shipment)(nil),              // 2: mercado.shipping.v1.Shipment
-	(*GetShipmentRequest)(nil),    // 3: mercado.shipping.v1.GetShipmentRequest
+	(*Item)(nil),                    // 0: mercado.shipping.v1.Item
+	(*CreateShipmentRequest)(nil),   // 1: mercado.shipping.v1.CreateShipmentRequest
+	(*Shipment)(nil),                // 2: mercado.shipping.v1.Shipment
+	(*GetShipmentRequest)(nil),      // 3: mercado.shipping.v1.GetShipmentRequest
+	(*EstimateDeliveryRequest)(nil), // 4: mercado.shipping.v1.EstimateDeliveryRequest
+	(*DeliveryEstimate)(nil),        // 5: mercado.shipping.v1.DeliveryEstimate
 }
 var file_shipping_v1_shipping_proto_depIdxs = []int32{
 	0, // 0: mercado.shipping.v1.CreateShipmentRequest.items:type_name -> mercado.shipping.v1.Item
-	1, // 1: mercado.shipping.v1.ShippingService.CreateShipment:input_type -> mercado.shipping.v1.CreateShipmentRequest
-	3, // 2: mercado.shipping.v1.ShippingService.GetShipment:input_type -> mercado.shipping.v1.GetShipmentRequest
-	2, // 3: mercado.shipping.v1.ShippingService.CreateShipment:output_type -> mercado.shipping.v1.Shipment
-	2, // 4: mercado.shipping.v1.ShippingService.GetShipment:output_type -> mercado.shipping.v1.Shipment
-	3, // [3:5] is the sub-list for method output_type
-	1, // [1:3] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	0, // 1: mercado.shipping.v1.EstimateDeliveryRequest.items:type_name -> mercado.shipping.v1.Item
+	1, // 2: mercado.shipping.v1.ShippingService.CreateShipment:input_type -> mercado.shipping.v1.CreateShipmentRequest
+	3, // 3: mercado.shipping.v1.ShippingService.GetShipment:input_type -> mercado.shipping.v1.GetShipmentRequest
+	4, // 4: mercado.shipping.v1.ShippingService.EstimateDelivery:input_type -> mercado.shipping.v1.EstimateDeliveryRequest
+	2, // 5: mercado.shipping.v1.ShippingService.CreateShipment:output_type -> mercado.shipping.v1.Shipment
+	2, // 6: mercado.shipping.v1.ShippingService.GetShipment:output_type -> mercado.shipping.v1.Shipment
+	5, // 7: mercado.shipping.v1.ShippingService.EstimateDelivery:output_type -> mercado.shipping.v1.DeliveryEstimate
+	5, // [5:8] is the sub-list for method output_type
+	2, // [2:5] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_shipping_v1_shipping_proto_init() }
@@ -316,7 +434,7 @@ func file_shipping_v1_shipping_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_shipping_v1_shipping_proto_rawDesc), len(file_shipping_v1_shipping_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -5,7 +5,8 @@
 // source: shipping/v1/shipping.proto
 
 // Shipping books shipments with a simulated carrier. It is the last hop of
-// the checkout chain.
+// the checkout chain, and it quotes delivery times: an optional call the
+// checkout can answer without (see docs/criticality.md).
 
 package shippingv1
 
@@ -22,8 +23,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ShippingService_CreateShipment_FullMethodName = "/mercado.shipping.v1.ShippingService/CreateShipment"
-	ShippingService_GetShipment_FullMethodName    = "/mercado.shipping.v1.ShippingService/GetShipment"
+	ShippingService_CreateShipment_FullMethodName   = "/mercado.shipping.v1.ShippingService/CreateShipment"
+	ShippingService_GetShipment_FullMethodName      = "/mercado.shipping.v1.ShippingService/GetShipment"
+	ShippingService_EstimateDelivery_FullMethodName = "/mercado.shipping.v1.ShippingService/EstimateDelivery"
 )
 
 // ShippingServiceClient is the client API for ShippingService service.
@@ -32,6 +34,9 @@ const (
 type ShippingServiceClient interface {
 	CreateShipment(ctx context.Context, in *CreateShipmentRequest, opts ...grpc.CallOption) (*Shipment, error)
 	GetShipment(ctx context.Context, in *GetShipmentRequest, opts ...grpc.CallOption) (*Shipment, error)
+	// EstimateDelivery asks the carrier how long a parcel to address would
+	// take. It books nothing.
+	EstimateDelivery(ctx context.Context, in *EstimateDeliveryRequest, opts ...grpc.CallOption) (*DeliveryEstimate, error)
 }
 
 type shippingServiceClient struct {
@@ -62,12 +67,25 @@ func (c *shippingServiceClient) GetShipment(ctx context.Context, in *GetShipment
 	return out, nil
 }
 
+func (c *shippingServiceClient) EstimateDelivery(ctx context.Context, in *EstimateDeliveryRequest, opts ...grpc.CallOption) (*DeliveryEstimate, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeliveryEstimate)
+	err := c.cc.Invoke(ctx, ShippingService_EstimateDelivery_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ShippingServiceServer is the server API for ShippingService service.
 // All implementations must embed UnimplementedShippingServiceServer
 // for forward compatibility.
 type ShippingServiceServer interface {
 	CreateShipment(context.Context, *CreateShipmentRequest) (*Shipment, error)
 	GetShipment(context.Context, *GetShipmentRequest) (*Shipment, error)
+	// EstimateDelivery asks the carrier how long a parcel to address would
+	// take. It books nothing.
+	EstimateDelivery(context.Context, *EstimateDeliveryRequest) (*DeliveryEstimate, error)
 	mustEmbedUnimplementedShippingServiceServer()
 }
 
@@ -83,6 +101,9 @@ func (UnimplementedShippingServiceServer) CreateShipment(context.Context, *Creat
 }
 func (UnimplementedShippingServiceServer) GetShipment(context.Context, *GetShipmentRequest) (*Shipment, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetShipment not implemented")
+}
+func (UnimplementedShippingServiceServer) EstimateDelivery(context.Context, *EstimateDeliveryRequest) (*DeliveryEstimate, error) {
+	return nil, status.Error(codes.Unimplemented, "method EstimateDelivery not implemented")
 }
 func (UnimplementedShippingServiceServer) mustEmbedUnimplementedShippingServiceServer() {}
 func (UnimplementedShippingServiceServer) testEmbeddedByValue()                         {}
@@ -141,6 +162,24 @@ func _ShippingService_GetShipment_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ShippingService_EstimateDelivery_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EstimateDeliveryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShippingServiceServer).EstimateDelivery(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShippingService_EstimateDelivery_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShippingServiceServer).EstimateDelivery(ctx, req.(*EstimateDeliveryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ShippingService_ServiceDesc is the grpc.ServiceDesc for ShippingService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -155,6 +194,10 @@ var ShippingService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetShipment",
 			Handler:    _ShippingService_GetShipment_Handler,
+		},
+		{
+			MethodName: "EstimateDelivery",
+			Handler:    _ShippingService_EstimateDelivery_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
