@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"time"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
@@ -10,7 +11,8 @@ import (
 // grpcServer adapts Service to the PaymentsService contract.
 type grpcServer struct {
 	paymentsv1.UnimplementedPaymentsServiceServer
-	svc *Service
+	svc   *Service
+	audit *AuditTrail
 }
 
 func toProto(c Charge) *paymentsv1.Charge {
@@ -78,4 +80,19 @@ func verdictToProto(v Verdict) paymentsv1.ScreenVerdict {
 		return paymentsv1.ScreenVerdict_SCREEN_VERDICT_DECLINED
 	}
 	return paymentsv1.ScreenVerdict_SCREEN_VERDICT_UNSPECIFIED
+}
+
+func (g grpcServer) RecordAudit(ctx context.Context, req *paymentsv1.AuditEvent) (*paymentsv1.AuditEntry, error) {
+	e := AuditEntry{
+		OrderID: req.GetOrderId(), Customer: req.GetCustomer(), TotalCents: req.GetTotalCents(),
+		ChargeID: req.GetChargeId(), RequestID: req.GetRequestId(),
+	}
+	if ms := req.GetConfirmedUnixMs(); ms > 0 {
+		e.ConfirmedAt = time.UnixMilli(ms)
+	}
+	e, err := g.audit.Record(ctx, e)
+	if err != nil {
+		return nil, apperr.Status(err)
+	}
+	return &paymentsv1.AuditEntry{OrderId: e.OrderID, RecordedUnixMs: e.RecordedAt.UnixMilli()}, nil
 }

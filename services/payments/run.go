@@ -22,7 +22,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	if err != nil {
 		return nil, err
 	}
-	store, err := newStore(ctx, cfg, kit)
+	store, auditStore, err := newStores(ctx, cfg, kit)
 	if err != nil {
 		kit.Close()
 		return nil, err
@@ -32,11 +32,17 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		kit.Close()
 		return nil, err
 	}
+	audit, err := NewAuditTrail(auditStore, kit.Faults)
+	if err != nil {
+		kit.Close()
+		return nil, err
+	}
 	kit.HandleAdmin("GET /admin/charges", chargesHandler(svc))
+	kit.HandleAdmin("GET /admin/audit", auditHandler(audit))
 	if err := observeDuplicates(kit, svc); err != nil {
 		kit.Close()
 		return nil, err
 	}
 	kit.RunWorkers(ctx, func(ctx context.Context) { svc.RunWorkers(ctx, kit.Log) })
-	return serve.StartGRPC(ctx, kit, func(s *grpc.Server) { paymentsv1.RegisterPaymentsServiceServer(s, grpcServer{svc: svc}) })
+	return serve.StartGRPC(ctx, kit, func(s *grpc.Server) { paymentsv1.RegisterPaymentsServiceServer(s, grpcServer{svc: svc, audit: audit}) })
 }

@@ -25,6 +25,22 @@ func chargesHandler(svc *Service) http.Handler {
 	})
 }
 
+// auditHandler serves GET /admin/audit: how many completed checkouts the
+// audit trail holds.
+func auditHandler(a *AuditTrail) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := a.Count(r.Context())
+		if err != nil {
+			problem.Write(w, r, http.StatusServiceUnavailable, "the audit trail cannot be counted now")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(struct {
+			Entries int `json:"entries"`
+		}{n})
+	})
+}
+
 // observeDuplicates exports the charge counts as gauges read at scrape
 // time: mercado_charges and mercado_duplicate_charges.
 func observeDuplicates(kit *serve.Kit, svc *Service) error {

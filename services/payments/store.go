@@ -6,15 +6,21 @@ import (
 	"github.com/mercado-lab/mercado/internal/serve"
 )
 
-// newStore returns the store the configuration asks for: PostgreSQL when
-// a database URL is set (migrated), else the in-memory store.
-func newStore(ctx context.Context, cfg Config, kit *serve.Kit) (Store, error) {
+// newStores returns the stores the configuration asks for — the charges
+// and the audit trail: PostgreSQL when a database URL is set (migrated),
+// else in memory.
+func newStores(ctx context.Context, cfg Config, kit *serve.Kit) (Store, AuditStore, error) {
 	if cfg.DatabaseURL == "" {
-		return NewMemStore(), nil
+		return NewMemStore(), NewMemAuditStore(), nil
 	}
 	pool, err := kit.OpenDatabase(ctx, Migrate)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return NewPGStore(pool)
+	store, err := NewPGStore(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	audit, err := NewPGAuditStore(pool)
+	return store, audit, err
 }
