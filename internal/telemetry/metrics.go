@@ -59,6 +59,7 @@ type Metrics struct {
 	transitions *attrCache[transitionKey]
 
 	observed observed
+	crit     criticality
 }
 
 // New returns the metrics of one service. Every series it exposes carries
@@ -113,7 +114,7 @@ func New(service string) (*Metrics, error) {
 		hops:        newAttrCache(hopAttrs),
 		transitions: newAttrCache(transitionAttrs),
 	}
-	if err := m.instruments(); err != nil {
+	if err := errors.Join(m.instruments(), m.criticalityInstruments()); err != nil {
 		_ = provider.Shutdown(context.Background())
 		return nil, fmt.Errorf("telemetry: instruments for %s: %w", service, err)
 	}

@@ -20,6 +20,11 @@ const (
 	NamePoolRejections           = "mercado_pool_rejections_total"
 	NameBreakerState             = "mercado_breaker_state"
 	NameDeadlineClamps           = "mercado_deadline_clamps_total"
+	// Criticality (criticality.go): degraded answers and the audit queue.
+	NameDegraded        = "mercado_degraded_total"
+	NameAuditEvents     = "mercado_audit_events_total"
+	NameAuditRetries    = "mercado_audit_retries_total"
+	NameAuditQueueDepth = "mercado_audit_queue_depth"
 )
 
 // Reasons a call or request was not served, the values of the reason label

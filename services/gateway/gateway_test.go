@@ -232,14 +232,27 @@ func TestCheckout(t *testing.T) {
 	// Server-Timing shows every hop of the chain: the gateway's call to
 	// orders, the four calls orders made — the reservation and the fraud
 	// screen at once (budgeted mode), in the order they ended, then the
-	// charge and the shipment — and the gateway's total.
+	// charge and the shipment — and the gateway's total; and the optional
+	// estimate, run beside the chain, when it came back before the answer
+	// left.
 	hops := serverTiming(t, r)
-	names := hopNames(hops)
+	names := slices.DeleteFunc(hopNames(hops), func(n string) bool { return n == "estimate" })
 	if len(names) == 6 {
 		slices.Sort(names[1:3])
 	}
 	if !slices.Equal(names, []string{"orders", "catalog", "fraud", "payments", "shipping", "total"}) {
 		t.Errorf("Server-Timing hops = %q, want orders, catalog and fraud, payments, shipping, total", hopNames(hops))
+	}
+	// The estimate is in the answer: the carrier's quote, or — when the
+	// quote lost the race with the chain on a busy machine — the default,
+	// marked degraded.
+	switch e := o.DeliveryEstimate; {
+	case e == nil:
+		t.Error("the confirmed order has no delivery estimate")
+	case len(o.Degraded) == 0 && e.MinBusinessDays < 1:
+		t.Errorf("delivery estimate %+v, not degraded: want the carrier's quote", *e)
+	case len(o.Degraded) > 0 && (!slices.Equal(o.Degraded, []string{"delivery_estimate"}) || *e != gateway.DeliveryEstimate{MinBusinessDays: 3, MaxBusinessDays: 5}):
+		t.Errorf("delivery estimate %+v, degraded %q: want the default 3–5 days under [delivery_estimate]", *e, o.Degraded)
 	}
 	for _, h := range hops {
 		if h.Name != "total" && h.Outcome != "ok" {

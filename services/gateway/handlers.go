@@ -47,17 +47,27 @@ type CheckoutRequest struct {
 
 // Order is an order as the public API shows it.
 type Order struct {
-	OrderID        string    `json:"order_id"`
-	Status         string    `json:"status"`
-	Customer       string    `json:"customer"`
-	Items          []Item    `json:"items"`
-	Address        string    `json:"address"`
-	TotalCents     int64     `json:"total_cents"`
-	ChargeID       string    `json:"charge_id,omitempty"`
-	ShipmentID     string    `json:"shipment_id,omitempty"`
-	Failure        string    `json:"failure,omitempty"`
-	ShipmentStatus string    `json:"shipment_status,omitempty"`
-	CreatedAt      time.Time `json:"created_at"`
+	OrderID        string `json:"order_id"`
+	Status         string `json:"status"`
+	Customer       string `json:"customer"`
+	Items          []Item `json:"items"`
+	Address        string `json:"address"`
+	TotalCents     int64  `json:"total_cents"`
+	ChargeID       string `json:"charge_id,omitempty"`
+	ShipmentID     string `json:"shipment_id,omitempty"`
+	Failure        string `json:"failure,omitempty"`
+	ShipmentStatus string `json:"shipment_status,omitempty"`
+	// DeliveryEstimate is shipping's quote, or the default window when
+	// the quote did not come in time; Degraded then names it.
+	DeliveryEstimate *DeliveryEstimate `json:"delivery_estimate,omitempty"`
+	Degraded         []string          `json:"degraded,omitempty"`
+	CreatedAt        time.Time         `json:"created_at"`
+}
+
+// DeliveryEstimate is a window of business days from the order.
+type DeliveryEstimate struct {
+	MinBusinessDays int32 `json:"min_business_days"`
+	MaxBusinessDays int32 `json:"max_business_days"`
 }
 
 func productFromProto(p *catalogv1.Product) Product {
@@ -74,6 +84,10 @@ func orderFromProto(o *ordersv1.Order) Order {
 	for _, it := range o.GetItems() {
 		out.Items = append(out.Items, Item{SKU: it.GetSku(), Qty: it.GetQty(), UnitPriceCents: it.GetUnitPriceCents()})
 	}
+	if e := o.GetDeliveryEstimate(); e != nil {
+		out.DeliveryEstimate = &DeliveryEstimate{MinBusinessDays: e.GetMinBusinessDays(), MaxBusinessDays: e.GetMaxBusinessDays()}
+	}
+	out.Degraded = o.GetDegraded()
 	return out
 }
 

@@ -138,8 +138,10 @@ func (c fraudClient) Screen(ctx context.Context, o Order) (Screening, error) {
 	return Screening{}, fmt.Errorf("fraud screen: unknown verdict %v", r.GetVerdict())
 }
 
+// shippingClient books through c and quotes through estimate: the same
+// service behind two client chains, "shipping" and "estimate".
 type shippingClient struct {
-	c shippingv1.ShippingServiceClient
+	c, estimate shippingv1.ShippingServiceClient
 }
 
 var _ Shipping = shippingClient{}
@@ -156,6 +158,37 @@ func (c shippingClient) Ship(ctx context.Context, o Order) (string, error) {
 		return "", err
 	}
 	return sh.GetShipmentId(), nil
+}
+
+func (c shippingClient) Estimate(ctx context.Context, o Order) (DeliveryEstimate, error) {
+	req := &shippingv1.EstimateDeliveryRequest{Address: o.Address}
+	for _, it := range o.Items {
+		req.Items = append(req.Items, &shippingv1.Item{Sku: it.SKU, Qty: it.Qty})
+	}
+	// Timeout: Policy.Decide — budgeted min(EstimateCap, remaining −
+	// margin), naive EstimateCap.
+	e, err := c.estimate.EstimateDelivery(ctx, req)
+	if err != nil {
+		return DeliveryEstimate{}, err
+	}
+	return DeliveryEstimate{MinBusinessDays: e.GetMinBusinessDays(), MaxBusinessDays: e.GetMaxBusinessDays()}, nil
+}
+
+type auditClient struct {
+	c paymentsv1.PaymentsServiceClient
+}
+
+var _ Audit = auditClient{}
+
+func (c auditClient) Record(ctx context.Context, e AuditEvent) error {
+	// Timeout: Policy.Decide — min(AuditTimeout, remaining − margin) in
+	// budgeted mode, where the queue's worker gives each attempt a
+	// deadline of its own (audit.go); naive AuditTimeout, in line.
+	_, err := c.c.RecordAudit(ctx, &paymentsv1.AuditEvent{
+		OrderId: e.OrderID, Customer: e.Customer, TotalCents: e.TotalCents, ChargeId: e.ChargeID,
+		RequestId: e.RequestID, ConfirmedUnixMs: e.ConfirmedAt.UnixMilli(),
+	})
+	return err
 }
 
 // conns are the service's client connections, closed on shutdown.

@@ -23,6 +23,10 @@ const (
 	// it 300 ms.
 	DefaultFraudCap    = 300 * time.Millisecond
 	DefaultShippingCap = 300 * time.Millisecond
+	// DefaultEstimateCap is the delivery estimate's short slice: an
+	// optional call gets little, so that it never holds the answer (the
+	// carrier quotes in a few milliseconds when well).
+	DefaultEstimateCap = 150 * time.Millisecond
 )
 
 // Config is the orders service's configuration.
@@ -33,6 +37,8 @@ type Config struct {
 	// Each dependency's own timeout cap. The fraud screen is payments'
 	// (at PaymentsAddr) but a dependency of its own, with its own cap.
 	CatalogCap, FraudCap, PaymentsCap, ShippingCap time.Duration
+	// EstimateCap is the slice of the optional delivery estimate.
+	EstimateCap time.Duration
 }
 
 // DefaultConfig returns the configuration with every default filled in.
@@ -41,6 +47,7 @@ func DefaultConfig() Config {
 		Common:      serve.Defaults(DefaultAddr, DefaultAdminAddr),
 		CatalogAddr: "localhost:8082", PaymentsAddr: "localhost:8083", ShippingAddr: "localhost:8084",
 		CatalogCap: DefaultCatalogCap, FraudCap: DefaultFraudCap, PaymentsCap: DefaultPaymentsCap, ShippingCap: DefaultShippingCap,
+		EstimateCap: DefaultEstimateCap,
 	}
 }
 
@@ -64,6 +71,7 @@ func (c *Config) RegisterCapFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.FraudCap, "fraud-cap", c.FraudCap, "own timeout of each call to payments' fraud screen")
 	fs.DurationVar(&c.PaymentsCap, "payments-cap", c.PaymentsCap, "own timeout of each call to payments")
 	fs.DurationVar(&c.ShippingCap, "shipping-cap", c.ShippingCap, "own timeout of each call to shipping")
+	fs.DurationVar(&c.EstimateCap, "estimate-cap", c.EstimateCap, "slice of the optional delivery estimate (budgeted: the answer's default on expiry)")
 }
 
 // Validate reports every problem with c.
@@ -79,7 +87,8 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"catalog-cap", c.CatalogCap}, {"fraud-cap", c.FraudCap}, {"payments-cap", c.PaymentsCap}, {"shipping-cap", c.ShippingCap}} {
+	}{{"catalog-cap", c.CatalogCap}, {"fraud-cap", c.FraudCap}, {"payments-cap", c.PaymentsCap}, {"shipping-cap", c.ShippingCap},
+		{"estimate-cap", c.EstimateCap}} {
 		if d.v <= 0 || d.v > time.Hour {
 			errs = append(errs, fmt.Errorf("%s: %v is outside (0, 1h]", d.name, d.v))
 		}

@@ -8,3 +8,6 @@ func GRPCServer(s *Service) ordersv1.OrdersServiceServer { return grpcServer{svc
 
 // StatusToProto exposes the mapping of an order's status to the wire's.
 var StatusToProto = statusToProto
+
+// ViewGraph exposes the admin view of the criticality table.
+var ViewGraph = graphView

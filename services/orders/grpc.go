@@ -26,6 +26,10 @@ func toProto(o Order) *ordersv1.Order {
 	for _, it := range o.Items {
 		out.Items = append(out.Items, &ordersv1.Item{Sku: it.SKU, Qty: it.Qty, UnitPriceCents: it.UnitPriceCents})
 	}
+	if e := o.DeliveryEstimate; e != (DeliveryEstimate{}) {
+		out.DeliveryEstimate = &ordersv1.DeliveryEstimate{MinBusinessDays: e.MinBusinessDays, MaxBusinessDays: e.MaxBusinessDays}
+	}
+	out.Degraded = o.Degraded
 	return out
 }
 

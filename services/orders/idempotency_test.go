@@ -407,7 +407,7 @@ func TestReapKeys(t *testing.T) {
 			log := &callLog{}
 			svc, err := orders.NewService(orders.Deps{
 				Store: orders.NewMemStore(), Keys: keys, Catalog: &fakeCatalog{log: log},
-				Payments: &fakePayments{log: log}, Fraud: &fakeFraud{}, Shipping: &fakeShipping{log: log},
+				Payments: &fakePayments{log: log}, Fraud: &fakeFraud{}, Shipping: &fakeShipping{log: log}, Audit: &fakeAudit{},
 				Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: discard(),
 			})
 			if err != nil {

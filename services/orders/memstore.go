@@ -139,5 +139,6 @@ func (s *MemStore) ByIdempotencyKey(ctx context.Context, key string) ([]Order, e
 // clone keeps callers from sharing the stored order's item slice.
 func clone(o Order) Order {
 	o.Items = slices.Clone(o.Items)
+	o.Degraded = slices.Clone(o.Degraded)
 	return o
 }

@@ -70,10 +70,32 @@ type Order struct {
 	// back when it failed; a worker gives it back (reconcile.go).
 	StockHeld bool
 	// Failure says why a failed order failed.
-	Failure   string
+	Failure string
+	// DeliveryEstimate is shipping's quote, or DefaultDeliveryEstimate
+	// when the quote did not come in time; zero until the checkout
+	// confirms the order, and for an order the reconciler confirmed after
+	// its checkout had answered.
+	DeliveryEstimate DeliveryEstimate
+	// Degraded names the parts of the answer that hold a default value
+	// instead of an optional dependency's answer (PartDeliveryEstimate).
+	Degraded  []string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
+
+// DeliveryEstimate is a window of business days from the order.
+type DeliveryEstimate struct {
+	MinBusinessDays, MaxBusinessDays int32
+}
+
+// DefaultDeliveryEstimate is the answer's delivery window when shipping's
+// quote does not come in time: wider than any quote the carrier gives, so
+// the default promises nothing the carrier would not keep.
+var DefaultDeliveryEstimate = DeliveryEstimate{MinBusinessDays: 3, MaxBusinessDays: 5}
+
+// PartDeliveryEstimate is the degraded marker of an answer whose delivery
+// estimate is the default.
+const PartDeliveryEstimate = "delivery_estimate"
 
 // PlaceRequest is a checkout as orders receives it.
 type PlaceRequest struct {
@@ -197,9 +219,28 @@ type Screening struct {
 	Score int
 }
 
-// Shipping books an order's shipment.
+// Shipping books an order's shipment and quotes its delivery.
 type Shipping interface {
 	Ship(ctx context.Context, o Order) (shipmentID string, err error)
+	// Estimate asks for the delivery window of o's parcel; it books
+	// nothing.
+	Estimate(ctx context.Context, o Order) (DeliveryEstimate, error)
+}
+
+// Audit records a completed checkout in the audit trail. Recording an
+// order twice makes one entry, so a write may be retried.
+type Audit interface {
+	Record(ctx context.Context, e AuditEvent) error
+}
+
+// AuditEvent is a completed checkout, as the audit trail keeps it.
+type AuditEvent struct {
+	OrderID     string
+	Customer    string
+	TotalCents  int64
+	ChargeID    string
+	RequestID   string
+	ConfirmedAt time.Time
 }
 
 // GetOrder returns one order.

@@ -384,6 +384,63 @@ type fakeShipping struct {
 	err     error
 	shipped []orders.Order
 	during  func()
+
+	estimates     int
+	estimateErr   error
+	estimateDelay time.Duration
+}
+
+// fakeAudit is payments' audit trail: it keeps one event per order, and
+// answers err while it is set.
+type fakeAudit struct {
+	mu       sync.Mutex
+	err      error
+	attempts int
+	recorded map[string]orders.AuditEvent
+	// delay, when set, is waited (or ctx's end) before answering.
+	delay time.Duration
+}
+
+var _ orders.Audit = (*fakeAudit)(nil)
+
+func (a *fakeAudit) Record(ctx context.Context, e orders.AuditEvent) error {
+	a.mu.Lock()
+	a.attempts++
+	err, delay := a.err, a.delay
+	a.mu.Unlock()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.recorded == nil {
+		a.recorded = map[string]orders.AuditEvent{}
+	}
+	if _, ok := a.recorded[e.OrderID]; !ok {
+		a.recorded[e.OrderID] = e
+	}
+	return nil
+}
+
+func (a *fakeAudit) set(f func(a *fakeAudit)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f(a)
+}
+
+func (a *fakeAudit) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.recorded)
 }
 
 var _ orders.Shipping = (*fakeShipping)(nil)
@@ -401,6 +458,29 @@ func (s *fakeShipping) Ship(ctx context.Context, o orders.Order) (string, error)
 		return "", err
 	}
 	return "shp-1", nil
+}
+
+// Estimate answers the quote, or estimateErr; a quote never enters the
+// call log, since it runs beside the chain and its place in the log would
+// be a race. estimateDelay, when set, is waited (or ctx's end) first.
+func (s *fakeShipping) Estimate(ctx context.Context, o orders.Order) (orders.DeliveryEstimate, error) {
+	s.mu.Lock()
+	s.estimates++
+	err, delay := s.estimateErr, s.estimateDelay
+	s.mu.Unlock()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return orders.DeliveryEstimate{}, ctx.Err()
+		}
+	}
+	if err != nil {
+		return orders.DeliveryEstimate{}, err
+	}
+	return orders.DeliveryEstimate{MinBusinessDays: 1, MaxBusinessDays: 2}, nil
 }
 
 func (s *fakeShipping) setErr(err error) {
@@ -424,6 +504,7 @@ type shop struct {
 	payments *fakePayments
 	fraud    *fakeFraud
 	shipping *fakeShipping
+	audit    *fakeAudit
 	settings *mode.Live
 	logs     *syncBuffer
 }
@@ -458,11 +539,12 @@ func newShop(t *testing.T) *shop {
 		payments: &fakePayments{log: log},
 		fraud:    &fakeFraud{},
 		shipping: &fakeShipping{log: log},
+		audit:    &fakeAudit{},
 		settings: mode.NewLive(settingsOf(mode.Budgeted)),
 		logs:     &syncBuffer{},
 	}
 	svc, err := orders.NewService(orders.Deps{
-		Store: s.store, Keys: s.keys, Catalog: s.catalog, Payments: s.payments, Fraud: s.fraud, Shipping: s.shipping,
+		Store: s.store, Keys: s.keys, Catalog: s.catalog, Payments: s.payments, Fraud: s.fraud, Shipping: s.shipping, Audit: s.audit,
 		Settings: s.settings, Log: slog.New(slog.NewJSONHandler(s.logs, nil)),
 	})
 	if err != nil {
@@ -492,7 +574,7 @@ func TestNewServiceRequiresDependencies(t *testing.T) {
 	log := &callLog{}
 	full := orders.Deps{
 		Store: &fakeStore{log: log}, Keys: orders.NewMemKeys(), Catalog: &fakeCatalog{log: log},
-		Payments: &fakePayments{log: log}, Fraud: &fakeFraud{}, Shipping: &fakeShipping{log: log},
+		Payments: &fakePayments{log: log}, Fraud: &fakeFraud{}, Shipping: &fakeShipping{log: log}, Audit: &fakeAudit{},
 		Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: slog.New(slog.DiscardHandler),
 	}
 	tests := []struct {
@@ -505,6 +587,7 @@ func TestNewServiceRequiresDependencies(t *testing.T) {
 		{"no payments", func(d *orders.Deps) { d.Payments = nil }},
 		{"no fraud screen", func(d *orders.Deps) { d.Fraud = nil }},
 		{"no shipping", func(d *orders.Deps) { d.Shipping = nil }},
+		{"no audit", func(d *orders.Deps) { d.Audit = nil }},
 		{"no settings", func(d *orders.Deps) { d.Settings = nil }},
 		{"no logger", func(d *orders.Deps) { d.Log = nil }},
 	}
@@ -991,7 +1074,7 @@ func TestGetOrder(t *testing.T) {
 	log := &callLog{}
 	svc, err := orders.NewService(orders.Deps{
 		Store: orders.NewMemStore(), Keys: orders.NewMemKeys(), Catalog: &fakeCatalog{log: log},
-		Payments: &fakePayments{log: log}, Fraud: &fakeFraud{}, Shipping: &fakeShipping{log: log},
+		Payments: &fakePayments{log: log}, Fraud: &fakeFraud{}, Shipping: &fakeShipping{log: log}, Audit: &fakeAudit{},
 		Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -25,6 +25,10 @@ var hopNames = map[string]string{
 	paymentsv1.PaymentsService_GetCharge_FullMethodName:      "payments.get",
 	paymentsv1.PaymentsService_ScreenOrder_FullMethodName:    "fraud",
 	shippingv1.ShippingService_CreateShipment_FullMethodName: "shipping",
+	// The optional and the fire-forward dependency, by their names in
+	// the criticality table (graph.go).
+	shippingv1.ShippingService_EstimateDelivery_FullMethodName: estimateDep,
+	paymentsv1.PaymentsService_RecordAudit_FullMethodName:      auditDep,
 }
 
 func hopName(method string) string {
@@ -34,12 +38,13 @@ func hopName(method string) string {
 	return method
 }
 
-// dependencies are the client chains of orders' four dependencies: the
-// interceptors to dial each with. The fraud screen is served by payments
-// but is a dependency of its own: its own cap, bulkhead and breaker, so a
-// slow screen does not take the charges' slots, nor open their breaker.
+// dependencies are the client chains of orders' dependencies: the
+// interceptors to dial each with. The fraud screen and the audit trail are
+// served by payments, the estimate by shipping, but each is a dependency
+// of its own: its own cap, bulkhead and breaker, so a slow screen does not
+// take the charges' slots, nor a hung quote open the bookings' breaker.
 type dependencies struct {
-	catalog, fraud, payments, shipping grpc.UnaryClientInterceptor
+	catalog, fraud, payments, shipping, estimate, audit grpc.UnaryClientInterceptor
 }
 
 // newDependencies builds the chain of each dependency
@@ -59,21 +64,25 @@ func newDependencies(kit *serve.Kit, cfg Config) dependencies {
 	// Each call's timeout is computed in the chain's last step, by
 	// deadline.Policy.Decide (pkg/deadline/budget.go): budgeted
 	// min(cap, remaining − margin), naive the cap.
-	dep := func(name string, cap time.Duration) grpc.UnaryClientInterceptor {
+	dep := func(name string, cap time.Duration, budgetedRetries bool) grpc.UnaryClientInterceptor {
 		return resilience.ClientChain(resilience.NewOutbound(resilience.OutboundOptions{
 			Name: name, Cap: cap, HopName: hopName,
 			Settings: kit.Settings, Metrics: kit.Metrics, Tracing: kit.Tracing,
 			Shared:       shared,
 			Bulkhead:     bulkhead.Settings{Capacity: r.Bulkhead, MaxWait: r.MaxWait},
 			Breaker:      breaker.Settings{Window: r.BreakerWindow, FailureRatio: r.BreakerRatio, OpenFor: r.BreakerOpen},
-			NaiveRetries: true, BudgetedRetries: true,
+			NaiveRetries: true, BudgetedRetries: budgetedRetries,
 			Idempotent: func(string) bool { return true },
 		}))
 	}
+	// The optional estimate gets one try in its short slice, and the audit
+	// queue does its own retrying, with backoff, outside any request.
 	return dependencies{
-		catalog:  dep("catalog", cfg.CatalogCap),
-		fraud:    dep("fraud", cfg.FraudCap),
-		payments: dep("payments", cfg.PaymentsCap),
-		shipping: dep("shipping", cfg.ShippingCap),
+		catalog:  dep("catalog", cfg.CatalogCap, true),
+		fraud:    dep("fraud", cfg.FraudCap, true),
+		payments: dep("payments", cfg.PaymentsCap, true),
+		shipping: dep("shipping", cfg.ShippingCap, true),
+		estimate: dep(estimateDep, cfg.EstimateCap, false),
+		audit:    dep(auditDep, AuditTimeout, false),
 	}
 }

@@ -47,7 +47,8 @@ func NewPGStore(pool *pgxpool.Pool) (*PGStore, error) {
 }
 
 const orderColumns = `id, status, customer, items, address, payment_key, reservation_id, total_cents,
-	charge_id, shipment_id, shipment_status, request_id, failure, created_at, updated_at, idempotency_key, stock_held`
+	charge_id, shipment_id, shipment_status, request_id, failure, created_at, updated_at, idempotency_key, stock_held,
+	delivery_min_days, delivery_max_days, degraded`
 
 // orderArgs are o's fields in orderColumns' order.
 func orderArgs(o Order) []any {
@@ -55,14 +56,23 @@ func orderArgs(o Order) []any {
 	if items == nil {
 		items = []Item{} // JSON [] rather than null
 	}
+	degraded := o.Degraded
+	if degraded == nil {
+		degraded = []string{} // '{}' rather than NULL
+	}
 	return []any{o.ID, o.Status, o.Customer, items, o.Address, o.PaymentKey, o.ReservationID, o.TotalCents,
-		o.ChargeID, o.ShipmentID, o.ShipmentStatus, o.RequestID, o.Failure, o.CreatedAt, o.UpdatedAt, o.IdempotencyKey, o.StockHeld}
+		o.ChargeID, o.ShipmentID, o.ShipmentStatus, o.RequestID, o.Failure, o.CreatedAt, o.UpdatedAt, o.IdempotencyKey, o.StockHeld,
+		o.DeliveryEstimate.MinBusinessDays, o.DeliveryEstimate.MaxBusinessDays, degraded}
 }
 
 func scanOrder(row pgx.Row) (Order, error) {
 	var o Order
 	err := row.Scan(&o.ID, &o.Status, &o.Customer, &o.Items, &o.Address, &o.PaymentKey, &o.ReservationID, &o.TotalCents,
-		&o.ChargeID, &o.ShipmentID, &o.ShipmentStatus, &o.RequestID, &o.Failure, &o.CreatedAt, &o.UpdatedAt, &o.IdempotencyKey, &o.StockHeld)
+		&o.ChargeID, &o.ShipmentID, &o.ShipmentStatus, &o.RequestID, &o.Failure, &o.CreatedAt, &o.UpdatedAt, &o.IdempotencyKey, &o.StockHeld,
+		&o.DeliveryEstimate.MinBusinessDays, &o.DeliveryEstimate.MaxBusinessDays, &o.Degraded)
+	if len(o.Degraded) == 0 {
+		o.Degraded = nil // as the memory store keeps an order with nothing degraded
+	}
 	return o, err
 }
 
@@ -70,7 +80,7 @@ func scanOrder(row pgx.Row) (Order, error) {
 func (s *PGStore) Create(ctx context.Context, o Order) error {
 	tag, err := s.pool.Exec(ctx, `
 		INSERT INTO orders.orders (`+orderColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 		ON CONFLICT (id) DO NOTHING`, orderArgs(o)...)
 	switch {
 	case err != nil:
@@ -85,7 +95,7 @@ func (s *PGStore) Create(ctx context.Context, o Order) error {
 func (s *PGStore) Update(ctx context.Context, o Order) error {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE orders.orders SET (`+orderColumns+`) =
-			($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+			($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 		WHERE id = $1`, orderArgs(o)...)
 	switch {
 	case err != nil:

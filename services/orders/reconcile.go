@@ -70,7 +70,7 @@ func (s *Service) settle(ctx context.Context, o Order) (bool, error) {
 	switch ch.Status {
 	case ChargeSucceeded:
 		o.ChargeID = ch.ID
-		_, err := s.ship(ctx, o)
+		_, err := s.ship(ctx, o, nil)
 		return err == nil, err
 	case ChargeFailed:
 		_, _ = s.fail(ctx, o, apperr.New(apperr.Conflict, "charging: no charge was made"))
@@ -136,7 +136,7 @@ func (s *Service) recover(ctx context.Context, o Order) (Order, error) {
 	switch ch.Status {
 	case ChargeSucceeded:
 		o.ChargeID = ch.ID
-		o, err := s.ship(ctx, o)
+		o, err := s.ship(ctx, o, nil)
 		if errors.Is(err, errUnrecorded) {
 			return o, err
 		}
@@ -271,7 +271,7 @@ func (s *Service) FlushOutbox(ctx context.Context) (booked int, err error) {
 	}
 	for _, o := range waiting {
 		wctx, cancel := s.unitOfWork(ctx)
-		o, err := s.ship(wctx, o)
+		o, err := s.ship(wctx, o, nil)
 		cancel()
 		if err == nil && o.ShipmentStatus == ShipmentBooked {
 			booked++

@@ -35,7 +35,7 @@ func newSweepShop(t *testing.T, store orders.Store) *sweepShop {
 	}
 	keys := orders.NewMemKeys()
 	svc, err := orders.NewService(orders.Deps{
-		Store: store, Keys: keys, Catalog: w.catalog, Payments: w.payments, Fraud: &fakeFraud{}, Shipping: w.shipping,
+		Store: store, Keys: keys, Catalog: w.catalog, Payments: w.payments, Fraud: &fakeFraud{}, Shipping: w.shipping, Audit: &fakeAudit{},
 		Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: discard(),
 	})
 	if err != nil {

@@ -40,7 +40,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	for _, d := range []struct {
 		addr  string
 		chain grpc.UnaryClientInterceptor
-	}{{cfg.CatalogAddr, deps.catalog}, {cfg.PaymentsAddr, deps.payments}, {cfg.ShippingAddr, deps.shipping}, {cfg.PaymentsAddr, deps.fraud}} {
+	}{{cfg.CatalogAddr, deps.catalog}, {cfg.PaymentsAddr, deps.payments}, {cfg.ShippingAddr, deps.shipping}, {cfg.PaymentsAddr, deps.fraud},
+		{cfg.ShippingAddr, deps.estimate}, {cfg.PaymentsAddr, deps.audit}} {
 		cc, err := dial.Conn(d.addr, dial.Options{
 			Interceptors: []grpc.UnaryClientInterceptor{d.chain},
 			StatsHandler: kit.Tracing.GRPCClientHandler(),
@@ -55,14 +56,21 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		Store: store, Keys: keys,
 		Catalog:  catalogClient{catalogv1.NewCatalogServiceClient(cs[0])},
 		Payments: paymentsClient{paymentsv1.NewPaymentsServiceClient(cs[1])},
-		Shipping: shippingClient{shippingv1.NewShippingServiceClient(cs[2])},
+		Shipping: shippingClient{shippingv1.NewShippingServiceClient(cs[2]), shippingv1.NewShippingServiceClient(cs[4])},
 		Fraud:    fraudClient{paymentsv1.NewPaymentsServiceClient(cs[3])},
-		Settings: kit.Settings, Log: kit.Log, Work: kit.Faults,
+		Audit:    auditClient{paymentsv1.NewPaymentsServiceClient(cs[5])},
+		Settings: kit.Settings, Log: kit.Log, Work: kit.Faults, Metrics: kit.Metrics,
 	})
 	if err != nil {
 		kit.Close()
 		return nil, err
 	}
+	kit.HandleAdmin("GET /admin/graph", graphHandler(cfg, AuditSettings{}, kit.Settings))
+	// Registered after the connections' closer, so it runs before it: the
+	// queue is written out while payments can still be reached, once the
+	// requests in flight (and the workers, registered below) have stopped.
+	stopAudit := svc.StartAudit()
+	kit.OnClose(func() { stopAudit(cfg.DrainTimeout) })
 	kit.RunWorkers(ctx, func(ctx context.Context) { svc.RunWorkers(ctx, kit.Log) })
 	// On failure, StartGRPC closes the kit: the workers stop, and the rest.
 	return serve.StartGRPC(ctx, kit, func(s *grpc.Server) { ordersv1.RegisterOrdersServiceServer(s, grpcServer{svc: svc}) })

@@ -12,6 +12,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/telemetry"
 )
 
 // Service is the orders use cases.
@@ -22,8 +23,11 @@ type Service struct {
 	payments Payments
 	fraud    Fraud
 	shipping Shipping
+	audit    Audit
+	auditQ   *auditQueue
 	settings *mode.Live
 	work     *faults.Injector
+	metrics  *telemetry.Metrics
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -37,6 +41,13 @@ type Deps struct {
 	// Fraud is payments' fraud screen, asked before the charge.
 	Fraud    Fraud
 	Shipping Shipping
+	// Audit is payments' audit trail, the destination of the fire-forward
+	// audit queue (audit.go).
+	Audit Audit
+	// AuditQueue shapes the queue; zero fields take DefaultAuditSettings.
+	AuditQueue AuditSettings
+	// Metrics, when set, count degraded answers and audit events.
+	Metrics *telemetry.Metrics
 	// Settings are the mode's settings. A request reads the snapshot its
 	// server took (mode.Live.For); a background worker takes one per unit
 	// of work (see unitOfWork).
@@ -50,11 +61,23 @@ type Deps struct {
 
 // NewService returns a Service; every dependency is required.
 func NewService(d Deps) (*Service, error) {
-	if d.Store == nil || d.Keys == nil || d.Catalog == nil || d.Payments == nil || d.Fraud == nil || d.Shipping == nil || d.Settings == nil || d.Log == nil {
-		return nil, errors.New("orders: store, keys, catalog, payments, fraud, shipping, settings and log are required")
+	if d.Store == nil || d.Keys == nil || d.Catalog == nil || d.Payments == nil || d.Fraud == nil || d.Shipping == nil || d.Audit == nil || d.Settings == nil || d.Log == nil {
+		return nil, errors.New("orders: store, keys, catalog, payments, fraud, shipping, audit, settings and log are required")
 	}
-	return &Service{store: d.Store, keys: d.Keys, catalog: d.Catalog, payments: d.Payments, fraud: d.Fraud,
-		shipping: d.Shipping, settings: d.Settings, work: d.Work, log: d.Log, now: time.Now}, nil
+	s := &Service{store: d.Store, keys: d.Keys, catalog: d.Catalog, payments: d.Payments, fraud: d.Fraud,
+		shipping: d.Shipping, audit: d.Audit, settings: d.Settings, work: d.Work, metrics: d.Metrics, log: d.Log, now: time.Now}
+	s.auditQ = newAuditQueue(d.Audit, d.AuditQueue, d.Settings, d.Metrics, d.Log, func() time.Time { return s.now() })
+	d.Metrics.DegradedDependency(estimateDep)
+	return s, nil
+}
+
+// StartAudit runs the audit queue's workers, and returns what stops them:
+// the queue takes no more events, and what it holds is written within
+// timeout (see audit.go). Call stop after the requests in flight have
+// drained and before the connection to payments closes.
+func (s *Service) StartAudit() (stop func(timeout time.Duration)) {
+	s.auditQ.start()
+	return s.auditQ.stop
 }
 
 // unitOfWork bounds one piece of a background worker's work (settling
@@ -92,7 +115,10 @@ func (s *Service) PlaceOrder(ctx context.Context, req PlaceRequest) (Order, erro
 	return s.placeOnce(ctx, req)
 }
 
-// place runs the chain: reserve stock ∥ screen, then charge, then ship.
+// place runs the chain: reserve stock ∥ screen, then charge, then ship;
+// beside it, the optional delivery estimate, and after it, the
+// fire-forward audit event (graph.go says what each dependency's failure
+// does).
 //
 //   - Reserving the stock and screening the order do not depend on each
 //     other, so they are one step of two branches (prepare); the charge
@@ -117,6 +143,7 @@ func (s *Service) place(ctx context.Context, req PlaceRequest) (Order, error) {
 	if err := s.store.Create(ctx, o); err != nil {
 		return Order{}, err
 	}
+	est := s.askEstimate(ctx, o)
 
 	o, err := s.prepare(ctx, o)
 	if err != nil {
@@ -134,24 +161,37 @@ func (s *Service) place(ctx context.Context, req PlaceRequest) (Order, error) {
 		return s.fail(ctx, o, apperr.New(apperr.Conflict, "charging: the payment was declined"))
 	}
 	o.ChargeID = ch.ID
-	return s.ship(ctx, o)
+	return s.ship(ctx, o, est)
 }
 
 // ship books the shipment of a charged order and confirms it. When
 // shipping fails, the outbox confirms the order with its shipment pending
 // and books it later; without the outbox the checkout fails, as a chain
 // that calls every step in line does — with the money already taken.
-func (s *Service) ship(ctx context.Context, o Order) (Order, error) {
+//
+// The confirmed order then takes its delivery estimate (est; nil when the
+// reconciler confirms an order whose checkout has already answered) and
+// hands its audit event on (fireForward). With criticality off both are
+// in line, and the failure of either fails the checkout, the money taken.
+func (s *Service) ship(ctx context.Context, o Order, est *quote) (Order, error) {
 	id, err := s.shipping.Ship(ctx, o)
 	switch {
 	case err == nil:
 		o.ShipmentID, o.ShipmentStatus = id, ShipmentBooked
-	case s.settings.For(ctx).Mechanisms.Outbox:
+	case treats(s.settings.For(ctx).Mechanisms, "shipping") == Deferred:
 		o.ShipmentStatus = ShipmentPending
 	default:
 		return s.fail(ctx, o, apperr.FromGRPC(err, "booking the shipment"))
 	}
 	o.Status = StatusConfirmed
+	if est != nil {
+		if o, err = est.apply(ctx, s, o); err != nil {
+			return s.fail(ctx, o, err)
+		}
+	}
+	if err := s.fireForward(ctx, o); err != nil {
+		return s.fail(ctx, o, err)
+	}
 	return s.save(ctx, o)
 }
 

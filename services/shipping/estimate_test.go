@@ -87,4 +87,3 @@ func TestEstimateDeliveryGRPC(t *testing.T) {
 		})
 	}
 }
-

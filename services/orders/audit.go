@@ -1,0 +1,287 @@
+package orders
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/mercado-lab/mercado/internal/apperr"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/telemetry"
+)
+
+// The audit event is the checkout's fire-forward work (graph.go): "move it
+// off the request path entirely into a queue with its own lifetime, so it
+// never competes for the user's budget".
+//
+// The rules of the queue, with the Criticality mechanism on:
+//
+//   - Each confirmed order puts one event on a bounded queue and goes on;
+//     putting it there never waits. A full queue drops the event, counted
+//     (mercado_audit_events_total{outcome="dropped_queue_full"}) and
+//     logged with its order: nothing is lost quietly.
+//   - Workers write the events to payments' audit trail (RecordAudit),
+//     outside any request: each event lives AuditSettings.Lifetime from
+//     when it was queued, each attempt has AuditTimeout (the audit
+//     dependency's cap), and a failed attempt is tried again after a
+//     backoff with full jitter, doubling up to MaxBackoff, for as long as
+//     the event lives. One that outlives its lifetime is dropped, counted
+//     and logged. The trail keeps one entry per order, so a retry never
+//     writes twice.
+//   - On shutdown, after the requests in flight have drained, the queue
+//     takes no more events and the workers write what is left within the
+//     drain timeout; what is still unwritten then is dropped, counted and
+//     logged.
+//
+// Off, the write is made in line under the request's deadline, and its
+// failure fails the checkout.
+
+// AuditTimeout bounds each audit write: the audit dependency's cap.
+const AuditTimeout = 2 * time.Second
+
+// auditDep is the audit trail's name in the criticality table, its metrics
+// and its hop.
+const auditDep = "audit"
+
+// AuditSettings shape the audit queue.
+type AuditSettings struct {
+	// Capacity is how many events the queue holds.
+	Capacity int
+	// Workers write the events, each one at a time.
+	Workers int
+	// Lifetime is how long an event is tried before it is given up.
+	Lifetime time.Duration
+	// BaseBackoff and MaxBackoff bound the wait between two attempts.
+	BaseBackoff, MaxBackoff time.Duration
+}
+
+// DefaultAuditSettings hold a few seconds of the shop's checkouts at its
+// highest rate (docs/performance.md) and retry each event for a minute:
+// long enough to ride out a restart of payments, short enough that the
+// queue does not keep a day of events in memory.
+func DefaultAuditSettings() AuditSettings {
+	return AuditSettings{Capacity: 10_000, Workers: 4, Lifetime: time.Minute,
+		BaseBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
+}
+
+func (a AuditSettings) orDefaults() AuditSettings {
+	d := DefaultAuditSettings()
+	if a.Capacity <= 0 {
+		a.Capacity = d.Capacity
+	}
+	if a.Workers <= 0 {
+		a.Workers = d.Workers
+	}
+	if a.Lifetime <= 0 {
+		a.Lifetime = d.Lifetime
+	}
+	if a.BaseBackoff <= 0 {
+		a.BaseBackoff = d.BaseBackoff
+	}
+	if a.MaxBackoff < a.BaseBackoff {
+		a.MaxBackoff = max(d.MaxBackoff, a.BaseBackoff)
+	}
+	return a
+}
+
+// auditQueue is the bounded queue and its workers.
+type auditQueue struct {
+	dst      Audit
+	set      AuditSettings
+	settings *mode.Live
+	metrics  *telemetry.Metrics
+	log      *slog.Logger
+	now      func() time.Time
+
+	// halt ends every write when the drain timeout is up.
+	halted context.Context
+	halt   context.CancelFunc
+
+	mu      sync.Mutex // guards closed and sending on events
+	closed  bool
+	events  chan queuedEvent
+	workers sync.WaitGroup
+	started bool
+}
+
+type queuedEvent struct {
+	e       AuditEvent
+	expires time.Time
+}
+
+func newAuditQueue(dst Audit, set AuditSettings, settings *mode.Live, m *telemetry.Metrics, log *slog.Logger, now func() time.Time) *auditQueue {
+	set = set.orDefaults()
+	halted, halt := context.WithCancel(context.Background())
+	q := &auditQueue{dst: dst, set: set, settings: settings, metrics: m, log: log, now: now,
+		halted: halted, halt: halt, events: make(chan queuedEvent, set.Capacity)}
+	m.ObserveAuditQueue(func() int { return len(q.events) })
+	return q
+}
+
+// enqueue puts e on the queue, never waiting.
+func (q *auditQueue) enqueue(ctx context.Context, e AuditEvent) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		q.metrics.AuditEvent(ctx, telemetry.AuditDroppedShutdown)
+		q.log.Error("audit event dropped: the service is stopping", "order_id", e.OrderID)
+		return
+	}
+	select {
+	case q.events <- queuedEvent{e: e, expires: q.now().Add(q.set.Lifetime)}:
+		q.metrics.AuditEvent(ctx, telemetry.AuditQueued)
+	default:
+		q.metrics.AuditEvent(ctx, telemetry.AuditDroppedFull)
+		q.log.Error("audit event dropped: the queue is full", "order_id", e.OrderID, "capacity", q.set.Capacity)
+	}
+}
+
+// start runs the workers.
+func (q *auditQueue) start() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.started || q.closed {
+		return
+	}
+	q.started = true
+	for range q.set.Workers {
+		q.workers.Go(func() {
+			for ev := range q.events {
+				q.deliver(ev)
+			}
+		})
+	}
+}
+
+// stop takes no more events and lets the workers write what is queued for
+// up to timeout; then it ends every write and drops what is left, counted
+// and logged.
+func (q *auditQueue) stop(timeout time.Duration) {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return
+	}
+	q.closed = true
+	close(q.events)
+	started := q.started
+	q.mu.Unlock()
+	if !started {
+		q.halt()
+		q.dropRest()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		q.workers.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		q.halt()
+		return
+	case <-t.C:
+	}
+	left := len(q.events)
+	q.halt()
+	<-done
+	q.log.Error("audit queue: the drain timeout ended before every event was written",
+		"drain_timeout", timeout, "events_left", left)
+}
+
+// dropRest counts the events of a queue whose workers never ran.
+func (q *auditQueue) dropRest() {
+	n := 0
+	for range q.events {
+		q.metrics.AuditEvent(context.Background(), telemetry.AuditDroppedShutdown)
+		n++
+	}
+	if n > 0 {
+		q.log.Error("audit queue: events dropped at shutdown", "events", n)
+	}
+}
+
+// deliver writes one event, retrying with backoff while it lives.
+func (q *auditQueue) deliver(ev queuedEvent) {
+	// The event's own lifetime, not any request's deadline; a snapshot of
+	// the mode per event, as a worker's unit of work takes.
+	ctx, cancel := context.WithDeadline(q.halted, ev.expires)
+	defer cancel()
+	ctx, _ = q.settings.Snapshot(ctx)
+	for attempt := 0; ; attempt++ {
+		if q.halted.Err() != nil {
+			q.metrics.AuditEvent(ctx, telemetry.AuditDroppedShutdown)
+			return
+		}
+		err := q.dst.Record(ctx, ev.e)
+		if err == nil {
+			q.metrics.AuditEvent(ctx, telemetry.AuditRecorded)
+			return
+		}
+		if permanent(err) {
+			q.metrics.AuditEvent(ctx, telemetry.AuditDroppedRejected)
+			q.log.Error("audit event dropped: the trail refused it", "order_id", ev.e.OrderID, "err", err)
+			return
+		}
+		wait := backoff(attempt, q.set.BaseBackoff, q.set.MaxBackoff)
+		if q.now().Add(wait).After(ev.expires) {
+			q.metrics.AuditEvent(ctx, telemetry.AuditDroppedExpired)
+			q.log.Error("audit event dropped: its lifetime ran out", "order_id", ev.e.OrderID,
+				"attempts", attempt+1, "lifetime", q.set.Lifetime, "err", err)
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			q.metrics.AuditEvent(ctx, telemetry.AuditDroppedShutdown)
+			return
+		}
+		q.metrics.AuditRetry(ctx)
+	}
+}
+
+// permanent reports a refusal no retry can change: the event itself is
+// wrong.
+func permanent(err error) bool {
+	switch apperr.GRPCCode(err) {
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented, codes.PermissionDenied, codes.Unauthenticated:
+		return true
+	}
+	return false
+}
+
+// backoff is the wait before attempt+1: full jitter over base·2^attempt,
+// at most max.
+func backoff(attempt int, base, maxWait time.Duration) time.Duration {
+	ceiling := base << min(attempt, 20)
+	if ceiling <= 0 || ceiling > maxWait {
+		ceiling = maxWait
+	}
+	return time.Duration(rand.Int64N(int64(ceiling) + 1))
+}
+
+// fireForward hands a confirmed order's audit event to the queue, or,
+// with criticality off, writes it in line: then its failure is the
+// checkout's.
+func (s *Service) fireForward(ctx context.Context, o Order) error {
+	e := AuditEvent{OrderID: o.ID, Customer: o.Customer, TotalCents: o.TotalCents, ChargeID: o.ChargeID,
+		RequestID: o.RequestID, ConfirmedAt: s.now()}
+	if treats(s.settings.For(ctx).Mechanisms, auditDep) == FireForward {
+		s.auditQ.enqueue(ctx, e)
+		return nil
+	}
+	if err := s.audit.Record(ctx, e); err != nil {
+		s.metrics.AuditEvent(ctx, telemetry.AuditFailedInLine)
+		return apperr.FromGRPC(err, "recording the audit event")
+	}
+	s.metrics.AuditEvent(ctx, telemetry.AuditInLine)
+	return nil
+}
