@@ -103,6 +103,7 @@ var flagCases = map[string]flagCase{
 	// Orders' caps.
 	"catalog-cap":  {value: "250ms"},
 	"fraud-cap":    {value: "350ms"},
+	"estimate-cap": {value: "120ms"},
 	"payments-cap": {value: "600ms"},
 	"shipping-cap": {value: "200ms"},
 }
