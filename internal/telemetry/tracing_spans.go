@@ -150,3 +150,17 @@ func (t *Tracing) CallEnded(ctx context.Context, outcome string, err error) {
 	}
 	s.SetStatus(codes.Error, msg)
 }
+
+// KeepTrace returns what gives a context of later work — done after the
+// request has answered, such as a queued write — ctx's span as its parent,
+// so that the work shows in the request's trace. When ctx has no span, it
+// returns its context unchanged.
+func KeepTrace(ctx context.Context) func(context.Context) context.Context {
+	sc := trace.SpanContextFromContext(ctx)
+	return func(later context.Context) context.Context {
+		if !sc.IsValid() {
+			return later
+		}
+		return trace.ContextWithSpanContext(later, sc)
+	}
+}

@@ -211,8 +211,10 @@ func TestCheckoutTraceNaive(t *testing.T) {
 			}
 		}
 	}
-	if calls != 4 {
-		t.Errorf("%d calls from orders, want 4", calls)
+	// Naive calls every dependency in line: the chain's four, then the
+	// delivery estimate and the audit write.
+	if calls != 6 {
+		t.Errorf("%d calls from orders, want 6 (reserve, screen, charge, ship, estimate, audit)", calls)
 	}
 }
 

@@ -111,6 +111,9 @@ type auditQueue struct {
 type queuedEvent struct {
 	e       AuditEvent
 	expires time.Time
+	// trace puts the checkout's span on the write's context: the write
+	// shows in the checkout's trace, though it happens after the answer.
+	trace func(context.Context) context.Context
 }
 
 func newAuditQueue(dst Audit, set AuditSettings, settings *mode.Live, m *telemetry.Metrics, log *slog.Logger, now func() time.Time) *auditQueue {
@@ -132,7 +135,7 @@ func (q *auditQueue) enqueue(ctx context.Context, e AuditEvent) {
 		return
 	}
 	select {
-	case q.events <- queuedEvent{e: e, expires: q.now().Add(q.set.Lifetime)}:
+	case q.events <- queuedEvent{e: e, expires: q.now().Add(q.set.Lifetime), trace: telemetry.KeepTrace(ctx)}:
 		q.metrics.AuditEvent(ctx, telemetry.AuditQueued)
 	default:
 		q.metrics.AuditEvent(ctx, telemetry.AuditDroppedFull)
@@ -213,7 +216,7 @@ func (q *auditQueue) deliver(ev queuedEvent) {
 	// the mode per event, as a worker's unit of work takes.
 	ctx, cancel := context.WithDeadline(q.halted, ev.expires)
 	defer cancel()
-	ctx, _ = q.settings.Snapshot(ctx)
+	ctx, _ = q.settings.Snapshot(ev.trace(ctx))
 	for attempt := 0; ; attempt++ {
 		if q.halted.Err() != nil {
 			q.metrics.AuditEvent(ctx, telemetry.AuditDroppedShutdown)
