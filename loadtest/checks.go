@@ -65,6 +65,8 @@ var Figures = map[string]func(Summary) float64{
 	"p99_ms":  func(s Summary) float64 { return s.P99MS },
 	"p999_ms": func(s Summary) float64 { return s.P999MS },
 	"max_ms":  func(s Summary) float64 { return s.MaxMS },
+	// degraded: the share of good answers marked degraded.
+	"degraded": func(s Summary) float64 { return s.DegradedRatio },
 }
 
 func (c Check) validate(s Scenario) error {

@@ -1,8 +1,10 @@
 package loadtest
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -60,6 +62,10 @@ type Sample struct {
 	// Attempts is how many times the client sent it (more than 1 when it
 	// retried).
 	Attempts int
+	// Degraded marks a successful answer that names parts of itself
+	// holding a default value instead of a dependency's answer (its JSON
+	// "degraded" list is not empty).
+	Degraded bool
 }
 
 // Failure classes.
@@ -150,6 +156,7 @@ func runClass(ctx context.Context, o Options, c Class) []Sample {
 		}
 		s := Sample{Class: c.Name, Seq: r.Seq, Sent: r.Timestamp, Code: int(r.Code), Latency: r.Latency, Attempts: attempts(r.Headers)}
 		s.Failure = classify(r)
+		s.Degraded = s.Failure == "" && degraded(r.Body)
 		samples = append(samples, s)
 	}
 	slices.SortFunc(samples, func(a, b Sample) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -162,6 +169,19 @@ func runClass(ctx context.Context, o Options, c Class) []Sample {
 		}
 	}
 	return samples
+}
+
+// degraded reports an answer whose JSON body has a non-empty "degraded"
+// list. The load generator reads the public API's JSON, nothing of the
+// services' code.
+func degraded(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"degraded"`)) {
+		return false
+	}
+	var a struct {
+		Degraded []string `json:"degraded"`
+	}
+	return json.Unmarshal(body, &a) == nil && len(a.Degraded) > 0
 }
 
 // classify names why a request failed, from its status and problem body.

@@ -21,7 +21,7 @@ phases:
 		`catalog: "latency=5ms"`:             "",
 		`shipping: "NoSuchMethod:hang=5s"`:   `phase slow: shipping: unknown method "NoSuchMethod" for shipping (want CreateShipment, EstimateDelivery or *)`,
 		`catalog: "reservestock:latency=1s"`: `did you mean ReserveStock?`,
-		`payments: "CreateShipment:hang"`:    `unknown method "CreateShipment" for payments (want CreateCharge, ScreenOrder or *)`,
+		`payments: "CreateShipment:hang"`:    `unknown method "CreateShipment" for payments (want CreateCharge, ScreenOrder, RecordAudit or *)`,
 		`inventory: "latency=1s"`:            `phase slow: unknown service "inventory"`,
 	} {
 		_, err := ParseScenario([]byte(strings.Replace(base, "%s", faults, 1)))

@@ -27,6 +27,10 @@ type Summary struct {
 	Failures map[string]int `json:"failures"`
 	// ClientRetries counts the extra tries of clients that retry.
 	ClientRetries int `json:"client_retries"`
+	// Degraded counts good answers marked degraded: an optional part holds
+	// its default value. DegradedRatio is Degraded / Good.
+	Degraded      int     `json:"degraded"`
+	DegradedRatio float64 `json:"degraded_ratio"`
 }
 
 // Summarize computes a class's figures. A request is good when it
@@ -43,6 +47,9 @@ func Summarize(class string, samples []Sample, deadline, duration time.Duration)
 		case x.Latency <= deadline:
 			s.OK++
 			s.Good++
+			if x.Degraded {
+				s.Degraded++
+			}
 		default:
 			s.OK++
 		}
@@ -51,6 +58,9 @@ func Summarize(class string, samples []Sample, deadline, duration time.Duration)
 		return s
 	}
 	s.SuccessRatio = float64(s.Good) / float64(s.Requests)
+	if s.Good > 0 {
+		s.DegradedRatio = float64(s.Degraded) / float64(s.Good)
+	}
 	if duration > 0 {
 		s.Goodput = float64(s.Good) / duration.Seconds()
 	}

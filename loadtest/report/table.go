@@ -141,6 +141,9 @@ func (c comparison) classSection(class string, sums []*loadtest.Summary) tableSe
 	for _, k := range sortedUnique(kinds) {
 		add("failed: "+k, false, dirLower, "%.0f", func(s loadtest.Summary) float64 { return float64(s.Failures[k]) })
 	}
+	if slices.ContainsFunc(sums, func(s *loadtest.Summary) bool { return s != nil && s.Degraded > 0 }) {
+		add("good but degraded", true, dirNeutral, "%.0f", func(s loadtest.Summary) float64 { return float64(s.Degraded) })
+	}
 	if slices.ContainsFunc(sums, func(s *loadtest.Summary) bool { return s != nil && s.ClientRetries > 0 }) {
 		add("client retries", true, dirLower, "%.0f", func(s loadtest.Summary) float64 { return float64(s.ClientRetries) })
 	}
