@@ -224,3 +224,24 @@ func TestLiveSwitch(t *testing.T) {
 		t.Errorf("after Switch, Load() = %+v, want %+v", l.Load(), budgeted)
 	}
 }
+
+// --mechanisms criticality=off turns the one switch off on top of a
+// preset, and says so back.
+func TestOverrideCriticality(t *testing.T) {
+	var o mode.Overrides
+	if err := o.Set("criticality=off"); err != nil {
+		t.Fatal(err)
+	}
+	m := mode.Budgeted.Mechanisms().Apply(o)
+	want := mode.Budgeted.Mechanisms()
+	want.Criticality = false
+	if m != want {
+		t.Errorf("budgeted with criticality=off = %+v, want %+v", m, want)
+	}
+	if got := o.String(); got != "criticality=false" {
+		t.Errorf("String() = %q, want criticality=false", got)
+	}
+	if err := o.Set("criticality=maybe"); err == nil || !strings.Contains(err.Error(), "criticality") {
+		t.Errorf("criticality=maybe: %v, want an error naming the switch", err)
+	}
+}
