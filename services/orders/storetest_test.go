@@ -132,6 +132,20 @@ func contractUpdate(t *testing.T, newStore newStoreFunc) {
 	if got, err := s.Get(ctx, "ord_1"); err != nil || !sameStoredOrder(got, o) {
 		t.Errorf("Get after Update = %+v, %v; want %+v", got, err, o)
 	}
+	// A confirmed order keeps its delivery estimate and what degraded.
+	o.Status, o.Failure, o.UpdatedAt = orders.StatusConfirmed, "", storeClock.Add(2*time.Second)
+	o.DeliveryEstimate, o.Degraded = orders.DefaultDeliveryEstimate, []string{orders.PartDeliveryEstimate}
+	if err := s.Update(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "ord_1")
+	if err != nil || !sameStoredOrder(got, o) {
+		t.Errorf("Get after a degraded confirmation = %+v, %v; want %+v", got, err, o)
+	}
+	got.Degraded[0] = "changed"
+	if again, _ := s.Get(ctx, "ord_1"); again.Degraded[0] != orders.PartDeliveryEstimate {
+		t.Errorf("changing a returned order's degraded list changed the stored one")
+	}
 	if err := s.Update(ctx, storeOrder("ord_nope", orders.StatusFailed, storeClock)); storeCode(err) != apperr.NotFound {
 		t.Errorf("Update(unknown) = %v, want NotFound", err)
 	}
