@@ -12,6 +12,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/telemetry"
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // The audit event is the checkout's fire-forward work (graph.go): "move it
@@ -213,10 +214,12 @@ func (q *auditQueue) dropRest() {
 // deliver writes one event, retrying with backoff while it lives.
 func (q *auditQueue) deliver(ev queuedEvent) {
 	// The event's own lifetime, not any request's deadline; a snapshot of
-	// the mode per event, as a worker's unit of work takes.
+	// the mode per event, as a worker's unit of work takes; and the
+	// background class: nobody waits on the write, so under pressure
+	// payments sheds it before the checkouts' own calls.
 	ctx, cancel := context.WithDeadline(q.halted, ev.expires)
 	defer cancel()
-	ctx, _ = q.settings.Snapshot(ev.trace(ctx))
+	ctx, _ = q.settings.Snapshot(deadline.WithClass(ev.trace(ctx), deadline.Background))
 	for attempt := 0; ; attempt++ {
 		if q.halted.Err() != nil {
 			q.metrics.AuditEvent(ctx, telemetry.AuditDroppedShutdown)
