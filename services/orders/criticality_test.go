@@ -310,3 +310,55 @@ func TestAuditEventLifetime(t *testing.T) {
 		}
 	})
 }
+
+// One audit event per completed checkout, whichever path completes it: the
+// reconciler confirming a payment_pending order sends one; the outbox
+// booking the shipment of an order confirmed long ago sends none. (With
+// criticality off the write is in line, so the fake counts it at once.)
+func TestAuditOncePerCompletedCheckout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		w := newWorkerShop(t)
+		audit := &fakeAudit{}
+		svc, err := orders.NewService(orders.Deps{
+			Store: w.store, Keys: orders.NewMemKeys(), Catalog: w.catalog, Payments: w.payments, Fraud: &fakeFraud{},
+			Shipping: w.shipping, Audit: audit, Settings: mode.NewLive(criticalityOff()), Log: discard(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.svc = svc
+
+		w.shipping.setErr(status.Error(codes.Unavailable, "carrier down"))
+		o, err := w.svc.PlaceOrder(ctx, request())
+		if err != nil || o.ShipmentStatus != orders.ShipmentPending {
+			t.Fatalf("PlaceOrder = %+v, %v; want confirmed, shipment pending", o, err)
+		}
+		w.shipping.setErr(nil)
+		time.Sleep(idle)
+		if n, err := w.svc.FlushOutbox(ctx); n != 1 || err != nil {
+			t.Fatalf("FlushOutbox = %d, %v; want 1 booked", n, err)
+		}
+		if audit.count() != 1 || audit.attempts != 1 {
+			t.Errorf("after the checkout and the outbox's booking: %d events in %d writes, want the checkout's 1", audit.count(), audit.attempts)
+		}
+
+		req := request()
+		req.IdempotencyKey, req.RequestID = "key-2", "req-2"
+		w.payments.set(func(p *fakePayments) {
+			p.err = status.Error(codes.DeadlineExceeded, "payment provider did not answer in time")
+		})
+		pending, err := w.svc.PlaceOrder(ctx, req)
+		if err != nil || pending.Status != orders.StatusPaymentPending {
+			t.Fatalf("PlaceOrder = %+v, %v; want payment_pending", pending, err)
+		}
+		w.payments.set(func(p *fakePayments) { p.err, p.got = nil, orders.Charge{ID: "ch-9", Status: "succeeded"} })
+		time.Sleep(idle)
+		if n, err := w.svc.Reconcile(ctx); n != 1 || err != nil {
+			t.Fatalf("Reconcile = %d, %v; want 1 settled", n, err)
+		}
+		if audit.count() != 2 {
+			t.Errorf("after the reconciler confirmed the second order: %d events, want 2", audit.count())
+		}
+	})
+}
