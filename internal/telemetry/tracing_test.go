@@ -299,3 +299,26 @@ func TestGRPCHandlersSkipHealthChecks(t *testing.T) {
 		t.Errorf("client spans %d, server spans %d; want 1 and 0", client, server)
 	}
 }
+
+// TestSpanSaysTheDeadlineWasClamped: a server that cut a request's
+// deadline to its class's maximum says so on the request's span, with the
+// class.
+func TestSpanSaysTheDeadlineWasClamped(t *testing.T) {
+	tr, rcv := startTraced(t, "catalog")
+	h := tr.HTTPMiddleware(func(*http.Request) string { return "/x" })(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tr.Arrival(r.Context(), deadline.ArrivalInfo{Method: "/x", Class: deadline.Batch, HasBudget: true,
+			Remaining: time.Hour, Clamped: true, ClampedTo: 30 * time.Minute})
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/x", nil))
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := rcv.Spans()
+	if len(spans) != 1 {
+		t.Fatalf("got %d spans, want 1", len(spans))
+	}
+	s := spans[0]
+	if to, _ := s.Int("deadline.clamped_to_ms"); to != 1_800_000 || s.Attrs["mercado.class"] != "batch" {
+		t.Errorf("span attributes %v, want deadline.clamped_to_ms 1800000 and mercado.class batch", s.Attrs)
+	}
+}
