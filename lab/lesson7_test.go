@@ -60,7 +60,7 @@ func TestLesson7ReplaysTheLesson(t *testing.T) {
 
 	var table bytes.Buffer
 	res.WriteTable(&table, cfg)
-	for _, want := range []string{"NAIVE", "BUDGETED", "OVER", "WITHIN", "clipped by the budget"} {
+	for _, want := range []string{"NAIVE", "BUDGETED", "OVER", "WITHIN", "clipped by the budget", FraudLeftOut} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

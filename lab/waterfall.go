@@ -154,11 +154,13 @@ func waterfallOnce(ctx context.Context, cfg WaterfallConfig, log *slog.Logger) (
 	defer s.Stop()
 
 	client := &http.Client{Timeout: cfg.Budget + time.Minute}
+	// The waterfall's steps are the seed's: the fraud screen takes no
+	// time here (FraudLeftOut).
 	d, err := arrange(ctx, client, s, "waterfall-warm-up", map[string]faults.Set{
 		"gateway":  {faults.GatewayCheckout: {Latency: cfg.GatewayWork}},
 		"orders":   {faults.OrdersFinish: {Latency: cfg.Cleanup}},
 		"catalog":  {faults.CatalogReserveStock: {Latency: cfg.CatalogLatency}},
-		"payments": {faults.PaymentsCreateCharge: {Latency: cfg.PaymentsLatency}},
+		"payments": {faults.PaymentsCreateCharge: {Latency: cfg.PaymentsLatency}, faults.PaymentsScreenOrder: {}},
 	})
 	if err != nil {
 		return WaterfallResult{}, "", err
@@ -369,6 +371,7 @@ func (r WaterfallResult) WriteTable(w io.Writer, cfg WaterfallConfig) {
 		fmt.Fprintf(w, "%-9s %7d ms %8s %17s %16s  %s\n", s.Name, s.StartsAtMS, cap, rem, to, used)
 	}
 	fmt.Fprintln(w, "\nThe applied timeout is what orders gave the call: min(own cap, what orders had left - reserve).")
+	fmt.Fprintln(w, FraudLeftOut)
 
 	fmt.Fprintf(w, "\nThe client got HTTP %d", r.HTTPStatus)
 	if r.Status != "" {

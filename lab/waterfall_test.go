@@ -55,7 +55,7 @@ func TestWaterfall(t *testing.T) {
 	}
 	var out bytes.Buffer
 	res.WriteTable(&out, cfg)
-	for _, want := range []string{"timed out at", "the key kept the first answer", "reconciler asked payments", "1 charge for this checkout (0 duplicates)"} {
+	for _, want := range []string{"timed out at", "the key kept the first answer", "reconciler asked payments", "1 charge for this checkout (0 duplicates)", FraudLeftOut} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

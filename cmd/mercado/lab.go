@@ -31,6 +31,11 @@ Replays:
   lesson7    lesson 7's chain: a 1200 ms deadline; catalog takes 280 ms,
              payments 760 ms, shipping is degraded. Naive ends over the
              deadline; budgeted clips shipping and ends within it.
+  fanout     lesson 7's exercise 2: a 900 ms deadline; catalog 250 ms and a
+             fraud screen 300 ms, independent; payments 500 ms. Naive in
+             series ends over the deadline; budgeted in series clips
+             payments; budgeted in parallel (catalog and fraud at once,
+             one budget) ends within it at about 800 ms.
   waterfall  the 800 ms create-order: the gateway works 100 ms, orders keeps
              80 ms for its answer, catalog takes 290 of its 300 ms, payment
              gets min(400, 330), times out, and the client gets 202
@@ -66,6 +71,8 @@ func runLab(ctx context.Context, args []string, getenv func(string) string, stdo
 	switch name {
 	case "lesson7":
 		return runLesson7(ctx, args, getenv, stdout, stderr)
+	case "fanout":
+		return runFanout(ctx, args, getenv, stdout, stderr)
 	case "isolation":
 		return runIsolation(ctx, args, getenv, stdout, stderr)
 	case "waterfall":
@@ -75,6 +82,38 @@ func runLab(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	printLabUsage(stderr)
 	return usagef("lab: unknown lab %q", name)
+}
+
+func runFanout(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := lab.DefaultFanout()
+	fs, asJSON := labFlags("fanout", stderr)
+	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "the client's deadline for the checkout")
+	fs.DurationVar(&cfg.Margin, "margin", cfg.Margin, "budgeted: time kept back from each call for the way back")
+	fs.DurationVar(&cfg.Floor, "floor", cfg.Floor, "budgeted: least budget worth starting a call with")
+	fs.DurationVar(&cfg.CatalogCap, "catalog-cap", cfg.CatalogCap, "catalog's local timeout")
+	fs.DurationVar(&cfg.FraudCap, "fraud-cap", cfg.FraudCap, "the fraud screen's local timeout")
+	fs.DurationVar(&cfg.PaymentsCap, "payments-cap", cfg.PaymentsCap, "payments' local timeout")
+	fs.DurationVar(&cfg.ShippingCap, "shipping-cap", cfg.ShippingCap, "shipping's local timeout")
+	fs.DurationVar(&cfg.CatalogLatency, "catalog-latency", cfg.CatalogLatency, "how long catalog takes in this run")
+	fs.DurationVar(&cfg.FraudLatency, "fraud-latency", cfg.FraudLatency, "how long the fraud screen takes in this run")
+	fs.DurationVar(&cfg.PaymentsLatency, "payments-latency", cfg.PaymentsLatency, "how long payments takes in this run")
+	fs.DurationVar(&cfg.ShippingLatency, "shipping-latency", cfg.ShippingLatency, "how long shipping takes in this run")
+	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{fmt.Errorf("lab fanout: %w", err)}
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	res, err := lab.Fanout(ctx, cfg, log)
+	if err != nil {
+		return fmt.Errorf("lab fanout: %w", err)
+	}
+	if *asJSON {
+		return res.WriteJSON(stdout)
+	}
+	res.WriteTable(stdout, cfg)
+	return nil
 }
 
 func runLesson7(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

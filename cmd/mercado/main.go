@@ -25,7 +25,7 @@ const usage = `mercado — a five-service checkout shop for learning timeout bud
 
 Usage:
   mercado serve <gateway|orders|catalog|payments|shipping|all> [flags]
-  mercado lab [scenario|lesson7|waterfall|isolation] [flags]
+  mercado lab [scenario|lesson7|fanout|waterfall|isolation] [flags]
   mercado load --gateway URL --admin URL --scenario NAME|FILE
   mercado mode [naive|budgeted] [flags]       (a running shop)
   mercado fault <service> [flags]             (a running service)

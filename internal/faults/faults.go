@@ -325,7 +325,7 @@ func (in *Injector) Work(ctx context.Context, method string) error {
 	}
 	if rec := timing.FromContext(ctx); rec != nil {
 		outcome := deadline.Classify(ctx, deadline.Decision{}, err)
-		rec.Add(timing.Hop{Name: hopName(method), Took: time.Since(start), Outcome: string(outcome)})
+		rec.End(timing.Hop{Name: hopName(method), Took: time.Since(start), Outcome: string(outcome)})
 	}
 	return err
 }

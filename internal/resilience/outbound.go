@@ -210,6 +210,6 @@ func (d *Outbound) record(ctx context.Context, method string, h timing.Hop, err 
 	d.o.Tracing.CallEnded(ctx, h.Outcome, err)
 	if rec := timing.FromContext(ctx); rec != nil {
 		h.Name = d.o.HopName(method)
-		rec.Add(h)
+		rec.End(h)
 	}
 }

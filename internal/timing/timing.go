@@ -23,20 +23,39 @@ type Hop struct {
 	Took time.Duration
 	// Outcome is how it ended (ok, timeout, budget_exhausted, skipped ...).
 	Outcome string
+	// Start is when the call began, as an offset from the start of the
+	// request at the server that recorded it (see Recorder.End): two calls
+	// made at once start at the same offset, two in series one after the
+	// other's end.
+	Start time.Duration
 }
 
-// Recorder collects the hops of one request. Its zero value is ready to
-// use and it is safe for concurrent use.
+// Recorder collects the hops of one request. It is safe for concurrent
+// use. Its zero value is ready to use, but knows no start: End leaves the
+// hops' Start at zero.
 type Recorder struct {
+	begin time.Time // the request's start, at this server
+
 	mu   sync.Mutex
 	hops []Hop
 }
 
-// Add records h.
+// Add records h as it is: a hop reported by another server, whose Start
+// is that server's offset.
 func (r *Recorder) Add(h Hop) {
 	r.mu.Lock()
 	r.hops = append(r.hops, h)
 	r.mu.Unlock()
+}
+
+// End records h, a call of this server's that ends now: its Start is
+// when it began (now − h.Took), as an offset from the recorder's
+// creation.
+func (r *Recorder) End(h Hop) {
+	if !r.begin.IsZero() {
+		h.Start = max(time.Since(r.begin)-h.Took, 0)
+	}
+	r.Add(h)
 }
 
 // Hops returns the hops recorded so far, in order.
@@ -48,9 +67,10 @@ func (r *Recorder) Hops() []Hop {
 
 type recorderKey struct{}
 
-// WithRecorder returns ctx carrying a new Recorder, and the Recorder.
+// WithRecorder returns ctx carrying a new Recorder, and the Recorder,
+// whose hops' start offsets count from now.
 func WithRecorder(ctx context.Context) (context.Context, *Recorder) {
-	r := &Recorder{}
+	r := &Recorder{begin: time.Now()}
 	return context.WithValue(ctx, recorderKey{}, r), r
 }
 
@@ -65,11 +85,12 @@ const MetadataKey = "server-timing"
 
 // Format writes hops as a Server-Timing header value:
 //
-//	catalog;dur=280.4;desc="ok";timeout=300, payments;dur=760.1;desc="ok";timeout=800
+//	catalog;dur=280.4;desc="ok";timeout=300, payments;dur=760.1;desc="ok";timeout=800;start=280.9
 //
 // dur and desc are the standard parameters; timeout (the effective timeout
-// in ms, left out when unbounded) is Mercado's extension, which the header's
-// grammar allows and browsers ignore.
+// in ms, left out when unbounded) and start (the start offset in ms, left
+// out when zero) are Mercado's extensions, which the header's grammar
+// allows and browsers ignore.
 func Format(hops []Hop) string {
 	var b strings.Builder
 	for i, h := range hops {
@@ -82,6 +103,9 @@ func Format(hops []Hop) string {
 		}
 		if h.Timeout > 0 {
 			fmt.Fprintf(&b, ";timeout=%d", h.Timeout.Milliseconds())
+		}
+		if h.Start > 0 {
+			fmt.Fprintf(&b, ";start=%.1f", ms(h.Start))
 		}
 	}
 	return b.String()
@@ -109,6 +133,12 @@ func Parse(value string) ([]Hop, error) {
 					return nil, fmt.Errorf("server-timing %q: dur: %w", h.Name, err)
 				}
 				h.Took = time.Duration(math.Round(f * float64(time.Millisecond)))
+			case "start":
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || f < 0 {
+					return nil, fmt.Errorf("server-timing %q: start: %q is not a non-negative number", h.Name, v)
+				}
+				h.Start = time.Duration(math.Round(f * float64(time.Millisecond)))
 			case "desc":
 				if u, err := strconv.Unquote(v); err == nil {
 					v = u

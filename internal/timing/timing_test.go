@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/timing"
@@ -29,6 +30,11 @@ func TestFormat(t *testing.T) {
 		{"unbounded leaves out timeout", []timing.Hop{{Name: "orders", Took: time.Millisecond, Outcome: "ok"}}, `orders;dur=1.0;desc="ok"`},
 		{"no outcome leaves out desc", []timing.Hop{{Name: "total", Took: 1250 * time.Microsecond}}, `total;dur=1.2`},
 		{"skipped call", []timing.Hop{{Name: "shipping", Outcome: "skipped", Timeout: 160 * time.Millisecond}}, `shipping;dur=0.0;desc="skipped";timeout=160`},
+		{"start offsets, the first at zero left out", []timing.Hop{
+			{Name: "catalog", Took: 250 * time.Millisecond, Outcome: "ok", Timeout: 300 * time.Millisecond},
+			{Name: "fraud", Took: 300 * time.Millisecond, Outcome: "ok", Timeout: 300 * time.Millisecond, Start: 400 * time.Microsecond},
+			{Name: "payments", Took: 500 * time.Millisecond, Outcome: "ok", Timeout: 596 * time.Millisecond, Start: 300900 * time.Microsecond},
+		}, `catalog;dur=250.0;desc="ok";timeout=300, fraud;dur=300.0;desc="ok";timeout=300;start=0.4, payments;dur=500.0;desc="ok";timeout=596;start=300.9`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,6 +65,11 @@ func TestFormatParseRoundTrip(t *testing.T) {
 			{Name: "shipping", Took: 100 * time.Microsecond},
 		}},
 		{"skipped", []timing.Hop{{Name: "shipping", Outcome: "skipped"}}},
+		{"exercise 2, in parallel", []timing.Hop{
+			{Name: "catalog", Took: 250 * time.Millisecond, Outcome: "ok", Timeout: 300 * time.Millisecond, Start: 1200 * time.Microsecond},
+			{Name: "fraud", Took: 300 * time.Millisecond, Outcome: "ok", Timeout: 300 * time.Millisecond, Start: 1300 * time.Microsecond},
+			{Name: "payments", Took: 500 * time.Millisecond, Outcome: "ok", Timeout: 596 * time.Millisecond, Start: 301400 * time.Microsecond},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,6 +141,8 @@ func TestParseErrors(t *testing.T) {
 		{"timeout not whole", "payments;dur=1;timeout=1.5", `"payments": timeout`},
 		{"timeout not a number", "payments;timeout=soon", `"payments": timeout`},
 		{"bad metric after good ones", "a;dur=1, b;dur=x", `"b": dur`},
+		{"start not a number", "fraud;dur=1;start=soon", `"fraud": start`},
+		{"start negative", "fraud;dur=1;start=-3", `"fraud": start`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,5 +227,36 @@ func TestWithRecorderFromContext(t *testing.T) {
 	inner, innerRec := timing.WithRecorder(ctx)
 	if innerRec == rec || timing.FromContext(inner) != innerRec {
 		t.Error("nested WithRecorder did not install a new Recorder")
+	}
+}
+
+// End dates a hop from the recorder's start: a call that took d and ends
+// now began d ago. Two calls made at once start at the same offset
+// whenever they end; Add keeps a start another server reported.
+func TestRecorderEndStartOffsets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, rec := timing.WithRecorder(context.Background())
+		time.Sleep(10 * time.Millisecond)
+		// catalog and fraud start together at 10 ms; fraud takes longer.
+		time.Sleep(250 * time.Millisecond)
+		rec.End(timing.Hop{Name: "catalog", Took: 250 * time.Millisecond})
+		time.Sleep(50 * time.Millisecond)
+		rec.End(timing.Hop{Name: "fraud", Took: 300 * time.Millisecond})
+		rec.End(timing.Hop{Name: "payments", Outcome: "skipped"})
+		rec.Add(timing.Hop{Name: "elsewhere", Start: 7 * time.Millisecond})
+		want := []timing.Hop{
+			{Name: "catalog", Took: 250 * time.Millisecond, Start: 10 * time.Millisecond},
+			{Name: "fraud", Took: 300 * time.Millisecond, Start: 10 * time.Millisecond},
+			{Name: "payments", Outcome: "skipped", Start: 310 * time.Millisecond},
+			{Name: "elsewhere", Start: 7 * time.Millisecond},
+		}
+		if got := rec.Hops(); !slices.Equal(got, want) {
+			t.Errorf("Hops() = %+v,\nwant %+v", got, want)
+		}
+	})
+	var zero timing.Recorder // knows no start
+	zero.End(timing.Hop{Name: "catalog", Took: time.Millisecond})
+	if got := zero.Hops(); got[0].Start != 0 {
+		t.Errorf("a zero Recorder dated a hop at %v, want 0", got[0].Start)
 	}
 }
