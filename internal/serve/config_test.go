@@ -36,6 +36,7 @@ func TestCommonValidate(t *testing.T) {
 		{"zero drain timeout", func(c *serve.Common) { c.DrainTimeout = 0 }, []string{"drain-timeout:"}},
 		{"negative drain timeout", func(c *serve.Common) { c.DrainTimeout = -time.Second }, []string{"drain-timeout:"}},
 		{"unknown retry strategy", func(c *serve.Common) { r := mode.Retries("sometimes"); c.Overrides.Retries = &r }, []string{"mechanisms:", `"sometimes"`}},
+		{"unknown fanout", func(c *serve.Common) { f := mode.Fanout("sideways"); c.Overrides.Fanout = &f }, []string{"mechanisms:", `"sideways"`}},
 		{"zero workers", func(c *serve.Common) { c.Resilience.Workers = 0 }, []string{"workers:"}},
 		{"negative bulkhead", func(c *serve.Common) { c.Resilience.Bulkhead = -1 }, []string{"bulkhead:"}},
 		{"zero breaker window", func(c *serve.Common) { c.Resilience.BreakerWindow = 0 }, []string{"breaker-window:"}},
