@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/timing"
 )
 
 // The five services, as `mercado serve <name>` names them.
@@ -84,10 +85,10 @@ var flagCases = map[string]flagCase{
 	"budget":     {value: "900ms"},
 	"max-budget": {value: "5s"},
 	// The traffic classes' budgets.
-	"background-budget":     {value: "20s"},
-	"background-max-budget": {value: "90s", shows: "1m30s"},
-	"batch-budget":          {value: "4m0s"},
-	"batch-max-budget":      {value: "20m0s"},
+	"background-budget":     {value: "20s", check: classBudget("background", "", 20*time.Second)},
+	"background-max-budget": {value: "90s", shows: "1m30s", check: classBudget("background", "9999999999", 90*time.Second)},
+	"batch-budget":          {value: "4m0s", check: classBudget("batch", "", 4*time.Minute)},
+	"batch-max-budget":      {value: "20m0s", check: classBudget("batch", "9999999999", 20*time.Minute)},
 	"orders-cap":            {value: "700ms"},
 	"browse-cap":            {value: "250ms"},
 	"max-body-bytes": {value: "2048", check: func(t *testing.T, name string, s running) {
@@ -577,6 +578,36 @@ func putMode(t *testing.T, s running, auth string) int {
 		req.Header.Set("Authorization", auth)
 	}
 	return do(t, req)
+}
+
+// classBudget checks the budget a checkout of class gets at the gateway,
+// sent with X-Deadline-Ms ms ("": none): the timeout of its call to
+// orders (which has no cap of its own), from Server-Timing, is want, less
+// the time the request took to get there. Whether orders answers does
+// not matter: the call's timeout is reported either way.
+func classBudget(class, ms string, want time.Duration) func(t *testing.T, name string, s running) {
+	return func(t *testing.T, name string, s running) {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/api/checkout",
+			strings.NewReader(`{"customer":"ana","items":[{"sku":"tea-sencha","qty":1}],"address":"1 Main St"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", `"class-budget-`+class+ms+`"`)
+		req.Header.Set("X-Request-Class", class)
+		if ms != "" {
+			req.Header.Set("X-Deadline-Ms", ms)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: checkout: %v", name, err)
+		}
+		resp.Body.Close()
+		hops, err := timing.Parse(resp.Header.Get("Server-Timing"))
+		if err != nil || len(hops) == 0 || hops[0].Name != "orders" {
+			t.Fatalf("%s: Server-Timing %q (%v): want the orders hop first", name, resp.Header.Get("Server-Timing"), err)
+		}
+		if got := hops[0].Timeout; got > want || got < want-5*time.Second {
+			t.Errorf("%s: a %s checkout (X-Deadline-Ms %q) called orders with a %v timeout, want %v", name, class, ms, got, want)
+		}
+	}
 }
 
 func do(t *testing.T, req *http.Request) int {
