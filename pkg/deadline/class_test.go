@@ -8,6 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
@@ -90,5 +95,33 @@ func TestEdgeClasses(t *testing.T) {
 				t.Errorf("budget = %v, want %v", gotBudget, tt.wantBudget)
 			}
 		})
+	}
+}
+
+// A server reads the caller's class from the metadata into the request's
+// context; a class that names none is InvalidArgument, before the handler.
+func TestServerReadsTheClass(t *testing.T) {
+	intercept := deadline.UnaryServerInterceptor(deadline.ServerOptions{})
+	info := &grpc.UnaryServerInfo{FullMethod: "/test/Class"}
+	for _, tt := range []struct {
+		md   []string
+		want deadline.Class
+		code codes.Code
+	}{
+		{nil, deadline.Interactive, codes.OK},
+		{[]string{"x-request-class", "batch"}, deadline.Batch, codes.OK},
+		{[]string{"x-request-class", "background"}, deadline.Background, codes.OK},
+		{[]string{"x-request-class", "bulk"}, "", codes.InvalidArgument},
+	} {
+		ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(tt.md...))
+		var got deadline.Class
+		called := false
+		_, err := intercept(ctx, nil, info, func(ctx context.Context, _ any) (any, error) {
+			called, got = true, deadline.ClassOf(ctx)
+			return nil, nil
+		})
+		if status.Code(err) != tt.code || (tt.code == codes.OK && got != tt.want) || called != (tt.code == codes.OK) {
+			t.Errorf("metadata %v: class %q, handler called %v, code %v; want %q, %v", tt.md, got, called, status.Code(err), tt.want, tt.code)
+		}
 	}
 }

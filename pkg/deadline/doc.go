@@ -16,6 +16,13 @@
 //     [ErrInsufficientBudget] is returned.
 //   - Enforce on the server too: [UnaryServerInterceptor] rejects requests
 //     whose deadline is spent or below the floor on arrival.
+//   - Classes of traffic, not one global number. A request's [Class]
+//     (interactive, background, batch; header [HeaderClass]) picks its
+//     default and maximum budget at the edge ([Budgets]) and travels in
+//     gRPC metadata beside the deadline; [Class.Share] is how much of any
+//     pool it may hold, so a full pool sheds batch first.
+//   - Every server caps what it accepts: [ServerOptions.MaxDeadline] cuts
+//     a deadline longer than the class's maximum, or none, down to it.
 //   - Tell the two timeouts apart: a call that hit its own cap fails with
 //     cause [ErrCallTimeout] (the dependency was slow), one cut short by the
 //     caller's budget with [ErrBudgetExhausted] (the caller ran out of time).
