@@ -32,7 +32,7 @@ const (
 // Config is the orders service's configuration.
 type Config struct {
 	serve.Common
-	// Addresses of the three dependencies.
+	// Addresses of the three services orders calls.
 	CatalogAddr, PaymentsAddr, ShippingAddr string
 	// Each dependency's own timeout cap. The fraud screen is payments'
 	// (at PaymentsAddr) but a dependency of its own, with its own cap.
