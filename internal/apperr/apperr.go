@@ -97,6 +97,7 @@ func GRPCCode(err error) codes.Code {
 	case errors.Is(err, deadline.ErrInsufficientBudget),
 		errors.Is(err, deadline.ErrCallTimeout),
 		errors.Is(err, deadline.ErrBudgetExhausted),
+		errors.Is(err, deadline.ErrServerCap),
 		errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
 	case errors.Is(err, context.Canceled):
@@ -185,7 +186,8 @@ func Public(err error) string {
 			}
 		default:
 			switch {
-			case err == deadline.ErrInsufficientBudget, err == deadline.ErrCallTimeout, err == deadline.ErrBudgetExhausted:
+			case err == deadline.ErrInsufficientBudget, err == deadline.ErrCallTimeout, err == deadline.ErrBudgetExhausted,
+				err == deadline.ErrServerCap:
 				say(err.Error())
 			case err == context.DeadlineExceeded:
 				say(phrase(codes.DeadlineExceeded))

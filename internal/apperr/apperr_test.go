@@ -65,6 +65,7 @@ func TestGRPCCode(t *testing.T) {
 		{"insufficient budget", fmt.Errorf("calling shipping: %w", deadline.ErrInsufficientBudget), codes.DeadlineExceeded},
 		{"call timeout", fmt.Errorf("calling payments: %w", deadline.ErrCallTimeout), codes.DeadlineExceeded},
 		{"budget exhausted", fmt.Errorf("calling catalog: %w", deadline.ErrBudgetExhausted), codes.DeadlineExceeded},
+		{"the server's cap on the deadline", deadline.ErrServerCap, codes.DeadlineExceeded},
 		{"context deadline", context.DeadlineExceeded, codes.DeadlineExceeded},
 		{"wrapped context deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
 		{"context canceled", context.Canceled, codes.Canceled},

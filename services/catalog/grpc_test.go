@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/pkg/deadline"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 	"github.com/mercado-lab/mercado/services/catalog"
 )
@@ -150,10 +152,15 @@ func TestGRPC(t *testing.T) {
 }
 
 // A direct gRPC call with a 60 s deadline to a budgeted catalog is cut to
-// the interactive maximum (10 s), and the clamp shows on /metrics.
+// the interactive maximum (10 s): catalog's work ends there, and each
+// clamp shows on /metrics.
 func TestDirectCallWithALongDeadlineIsClamped(t *testing.T) {
+	t.Parallel()
 	cfg := catalog.DefaultConfig()
 	cfg.Addr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+	// An export page that never ends on its own: the call lasts as long
+	// as the context catalog works under.
+	cfg.Faults = faults.Set{faults.CatalogExportCatalog: {Hang: time.Hour}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p, err := catalog.Start(ctx, cfg, slog.New(slog.DiscardHandler))
@@ -173,6 +180,15 @@ func TestDirectCallWithALongDeadlineIsClamped(t *testing.T) {
 	if _, err := c.ListProducts(call, &catalogv1.ListProductsRequest{}); err != nil {
 		t.Fatal(err)
 	}
+	// The work ends when catalog's own context does: at the interactive
+	// maximum, 10 s, not the client's 60 s.
+	start := time.Now()
+	_, err = c.ExportCatalog(call, &catalogv1.ExportCatalogRequest{})
+	took := time.Since(start)
+	if status.Code(err) != codes.DeadlineExceeded || took < deadline.DefaultMaxBudget-time.Second || took > 30*time.Second {
+		t.Errorf("a hung page with a 60 s deadline ended after %v with %v; want DeadlineExceeded at about %v",
+			took.Round(time.Millisecond), err, deadline.DefaultMaxBudget)
+	}
 	resp, err := http.Get("http://" + p.AdminAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +196,7 @@ func TestDirectCallWithALongDeadlineIsClamped(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, line := range []string{
-		`mercado_deadline_clamps_total{class="interactive",service="catalog"} 1`,
+		`mercado_deadline_clamps_total{class="interactive",service="catalog"} 2`,
 		`mercado_deadline_clamps_total{class="batch",service="catalog"} 0`,
 	} {
 		if !strings.Contains(string(body), line+"\n") {
