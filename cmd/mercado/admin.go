@@ -60,7 +60,8 @@ func runFault(ctx context.Context, args []string, getenv func(string) string, st
 	fs.DurationVar(&spec.P50, "p50", 0, "median work time (with --p99: a log-normal distribution)")
 	fs.DurationVar(&spec.P99, "p99", 0, "99th percentile work time (with --p50)")
 	fs.DurationVar(&spec.Delay, "delay", 0, "time added to every call")
-	fs.Float64Var(&spec.ErrorRate, "error-rate", 0, "share of calls that fail Unavailable, 0 to 1")
+	fs.Float64Var(&spec.ErrorRate, "error-rate", 0, "share of calls that fail Unavailable after their work, 0 to 1")
+	fs.Float64Var(&spec.RefuseRate, "refuse-rate", 0, "share of calls refused Unavailable before any work (nothing done), 0 to 1")
 	fs.DurationVar(&spec.Hang, "hang", 0, "a long stall: slow, not down")
 	clear := fs.Bool("clear", false, "clear the method's faults (all faults without --method)")
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
@@ -82,7 +83,7 @@ func runFault(ctx context.Context, args []string, getenv func(string) string, st
 	changing := false
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "latency", "p50", "p99", "delay", "error-rate", "hang", "clear":
+		case "latency", "p50", "p99", "delay", "error-rate", "refuse-rate", "hang", "clear":
 			changing = true
 		}
 	})

@@ -49,7 +49,21 @@ type Error struct {
 	Message string
 	// Err is the cause, for the log; a client never reads its text.
 	Err error
+	// Reason, when set, names the error for the programs that receive it
+	// (such as ReasonNotProcessed); it travels as the status's
+	// google.rpc.ErrorInfo (see [Status] and [ReasonOf]).
+	Reason string
 }
+
+// ReasonNotProcessed is the reason of a refusal made before any work: the
+// request changed nothing, so a retry cannot do anything twice. A caller
+// that sees it knows, for that attempt, the outcome that a plain
+// Unavailable leaves unknown (the request may have been lost after it
+// was done).
+const ReasonNotProcessed = "NOT_PROCESSED"
+
+// reasonDomain is the ErrorInfo domain of Mercado's reasons.
+const reasonDomain = "mercado"
 
 // Error is the whole chain, cause included, for the log.
 func (e *Error) Error() string {
@@ -121,7 +135,35 @@ func Status(err error) error {
 	if c == codes.Internal {
 		return PublicStatus(c, "internal error", "internal error").Err()
 	}
-	return PublicStatus(c, err.Error(), Public(err)).Err()
+	var details []protoadapt.MessageV1
+	var e *Error
+	if errors.As(err, &e) && e.Reason != "" {
+		details = append(details, &errdetails.ErrorInfo{Reason: e.Reason, Domain: reasonDomain})
+	}
+	return PublicStatus(c, err.Error(), Public(err), details...).Err()
+}
+
+// ReasonOf returns the reason err carries: the first Reason along its
+// chain, or the ErrorInfo reason of the status it carries (a dependency's
+// answer passed on); "" when there is none.
+func ReasonOf(err error) string {
+	for err != nil {
+		switch e := err.(type) {
+		case *Error:
+			if e.Reason != "" {
+				return e.Reason
+			}
+		case interface{ GRPCStatus() *status.Status }:
+			for _, d := range e.GRPCStatus().Details() {
+				if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == reasonDomain {
+					return info.GetReason()
+				}
+			}
+			return ""
+		}
+		err = errors.Unwrap(err)
+	}
+	return ""
 }
 
 // PublicStatus returns a status of code and message that carries public

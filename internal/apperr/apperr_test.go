@@ -322,3 +322,39 @@ func TestPublicStatusDetails(t *testing.T) {
 		t.Errorf("Public = %q", got)
 	}
 }
+
+// A reason travels with the status: the caller of a service that refused
+// a request before any work reads the reason back from the status, and
+// through the coded error it wraps that answer in.
+func TestReasonTravelsWithTheStatus(t *testing.T) {
+	refused := &apperr.Error{Code: apperr.Unavailable, Message: "turned away", Reason: apperr.ReasonNotProcessed}
+	wire := apperr.Status(fmt.Errorf("charging: %w", refused))
+	if got := status.Code(wire); got != codes.Unavailable {
+		t.Fatalf("code = %v, want Unavailable", got)
+	}
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"the error itself", refused, apperr.ReasonNotProcessed},
+		{"its status", wire, apperr.ReasonNotProcessed},
+		{"the status passed on by the next hop", apperr.FromGRPC(wire, "charging"), apperr.ReasonNotProcessed},
+		{"a plain Unavailable", apperr.Status(apperr.New(apperr.Unavailable, "down")), ""},
+		{"a status from another domain", status.New(codes.Unavailable, "x").Err(), ""},
+		{"no error", nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := apperr.ReasonOf(tt.err); got != tt.want {
+				t.Errorf("ReasonOf = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	other, _ := status.New(codes.Unavailable, "x").WithDetails(&errdetails.ErrorInfo{Reason: apperr.ReasonNotProcessed, Domain: "elsewhere"})
+	if got := apperr.ReasonOf(other.Err()); got != "" {
+		t.Errorf("ReasonOf(another domain's reason) = %q, want none", got)
+	}
+	if got := apperr.Public(wire); got != "turned away" {
+		t.Errorf("Public = %q: the reason must not change the public message", got)
+	}
+}

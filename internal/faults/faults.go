@@ -39,6 +39,10 @@ type Spec struct {
 	// ErrorRate is the share of calls, 0 to 1, that fail (Unavailable)
 	// after doing their work.
 	ErrorRate float64
+	// RefuseRate is the share of calls, 0 to 1, that the service refuses
+	// at its door, before doing anything (Unavailable, marked not
+	// processed: a retry cannot do anything twice). See Injector.Refuse.
+	RefuseRate float64
 	// Hang adds a long stall on top of the rest: the dependency is slow,
 	// not down, and it answers eventually.
 	Hang time.Duration
@@ -83,6 +87,8 @@ func (s Spec) Validate() error {
 		return errors.New("give either latency or p50/p99, not both")
 	case s.ErrorRate < 0 || s.ErrorRate > 1 || math.IsNaN(s.ErrorRate):
 		return fmt.Errorf("error-rate: %v is outside 0 to 1", s.ErrorRate)
+	case s.RefuseRate < 0 || s.RefuseRate > 1 || math.IsNaN(s.RefuseRate):
+		return fmt.Errorf("refuse-rate: %v is outside 0 to 1", s.RefuseRate)
 	}
 	return nil
 }
@@ -101,6 +107,9 @@ func (s Spec) String() string {
 	if s.ErrorRate > 0 {
 		parts = append(parts, "error-rate="+strconv.FormatFloat(s.ErrorRate, 'g', -1, 64))
 	}
+	if s.RefuseRate > 0 {
+		parts = append(parts, "refuse-rate="+strconv.FormatFloat(s.RefuseRate, 'g', -1, 64))
+	}
 	add("hang", s.Hang)
 	return strings.Join(parts, ",")
 }
@@ -115,10 +124,11 @@ const AllMethods = "*"
 //
 //	[Method:]key=value[,key=value]...
 //
-// with keys latency, p50 and p99, delay (Go durations), error-rate (0 to
-// 1) and hang (a duration, or no value for DefaultHang), several separated
-// by ";". For example "ReserveStock:latency=280ms",
-// "CreateCharge:p50=100ms,p99=400ms,error-rate=0.1" or "CreateShipment:hang".
+// with keys latency, p50 and p99, delay (Go durations), error-rate and
+// refuse-rate (0 to 1) and hang (a duration, or no value for DefaultHang),
+// several separated by ";". For example "ReserveStock:latency=280ms",
+// "CreateCharge:p50=100ms,p99=400ms,error-rate=0.1", "CreateCharge:refuse-rate=1"
+// or "CreateShipment:hang".
 type Set map[string]Spec
 
 // Parse parses specs in the flag syntax.
@@ -172,12 +182,16 @@ func parseSpec(body string) (Spec, error) {
 			continue
 		}
 		switch key {
-		case "error-rate":
+		case "error-rate", "refuse-rate":
 			r, err := strconv.ParseFloat(val, 64)
 			if err != nil || !hasVal {
-				return Spec{}, fmt.Errorf("error-rate: %q is not a number from 0 to 1", val)
+				return Spec{}, fmt.Errorf("%s: %q is not a number from 0 to 1", key, val)
 			}
-			spec.ErrorRate = r
+			if key == "error-rate" {
+				spec.ErrorRate = r
+			} else {
+				spec.RefuseRate = r
+			}
 		case "hang":
 			if !hasVal {
 				spec.Hang = DefaultHang
@@ -189,7 +203,7 @@ func parseSpec(body string) (Spec, error) {
 			}
 			spec.Hang = d
 		default:
-			return Spec{}, fmt.Errorf("unknown key %q (want latency, p50, p99, delay, error-rate or hang)", key)
+			return Spec{}, fmt.Errorf("unknown key %q (want latency, p50, p99, delay, error-rate, refuse-rate or hang)", key)
 		}
 	}
 	return spec, spec.Validate()
@@ -286,6 +300,13 @@ func (in *Injector) Set() Set {
 // dependency is unavailable.
 var ErrInjected error = &apperr.Error{Code: apperr.Unavailable, Message: "simulated failure (fault error-rate)"}
 
+// ErrRefused is the error of a call the refuse rate chose to turn away:
+// the service refused it before doing anything, and says so
+// (apperr.ReasonNotProcessed), so its caller knows that nothing was done
+// and that trying again cannot do it twice.
+var ErrRefused error = &apperr.Error{Code: apperr.Unavailable, Reason: apperr.ReasonNotProcessed,
+	Message: "simulated refusal (fault refuse-rate): the request was turned away before any work"}
+
 // ErrHalted is the error of simulated work cut off by Halt.
 var ErrHalted error = &apperr.Error{Code: apperr.Unavailable, Message: "the service stopped"}
 
@@ -328,6 +349,19 @@ func (in *Injector) Work(ctx context.Context, method string) error {
 		rec.End(timing.Hop{Name: hopName(method), Took: time.Since(start), Outcome: string(outcome)})
 	}
 	return err
+}
+
+// Refuse is the service's door for a request to method: ErrRefused for
+// the share of calls the refuse rate picks, nil for the others. It does
+// no work and takes no time; the services call it before anything else
+// (serve.StartGRPC for every gRPC method the service simulates, the
+// gateway before its own work on a checkout), so a refused request has
+// changed nothing.
+func (in *Injector) Refuse(method string) error {
+	if r := in.Spec(method).RefuseRate; r > 0 && rand.Float64() < r {
+		return ErrRefused
+	}
+	return nil
 }
 
 // honoursCancel is the cancellation rule of the mode ctx's request runs

@@ -13,6 +13,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
+	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/timing"
@@ -50,6 +53,8 @@ func TestParse(t *testing.T) {
 			faults.Set{"CreateCharge": {P50: 100 * time.Millisecond, P99: 400 * time.Millisecond, ErrorRate: 0.1}}},
 		{"extra delay", "delay=5ms", faults.Set{"*": {Delay: 5 * time.Millisecond}}},
 		{"error rate alone", "X:error-rate=1", faults.Set{"X": {ErrorRate: 1}}},
+		{"refuse rate alone", "CreateCharge:refuse-rate=1", faults.Set{"CreateCharge": {RefuseRate: 1}}},
+		{"refuse rate with latency", "X:latency=5ms,refuse-rate=0.5", faults.Set{"X": {Latency: 5 * time.Millisecond, RefuseRate: 0.5}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,6 +95,10 @@ func TestParseErrors(t *testing.T) {
 		{"negative error rate", "X:error-rate=-0.1", "error-rate"},
 		{"error rate not a number", "X:error-rate=often", "error-rate"},
 		{"error rate without value", "X:error-rate", "error-rate"},
+		{"refuse rate over 1", "X:refuse-rate=2", "refuse-rate: 2 is outside 0 to 1"},
+		{"negative refuse rate", "X:refuse-rate=-1", "refuse-rate"},
+		{"refuse rate not a number", "X:refuse-rate=always", "refuse-rate"},
+		{"refuse rate without value", "X:refuse-rate", "refuse-rate"},
 		{"delay not a duration", "X:delay=5", "delay"},
 	}
 	for _, tt := range tests {
@@ -171,7 +180,7 @@ func TestStringRoundTrip(t *testing.T) {
 		// survive the trip as well.
 		{"zero spec overriding all", faults.Set{"*": {Latency: 300 * time.Millisecond}, "ListProducts": {}}},
 		{"every key", faults.Set{"CreateCharge": {P50: 100 * time.Millisecond, P99: 400 * time.Millisecond,
-			Delay: 5 * time.Millisecond, ErrorRate: 0.25, Hang: 10 * time.Second}}},
+			Delay: 5 * time.Millisecond, ErrorRate: 0.25, RefuseRate: 0.5, Hang: 10 * time.Second}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -370,6 +379,44 @@ func TestWorkAlreadyCancelled(t *testing.T) {
 			t.Errorf("naive Work on a cancelled context took %v, want the full %v", took, faults.DefaultHang)
 		}
 	})
+}
+
+// Refuse turns away the share of calls its rate says, at once and with
+// the not-processed reason, and does nothing to Work: a refusal is the
+// door's, the work's own failures are the error rate's.
+func TestRefuse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := faults.NewInjector(faults.Set{"Always": {Latency: time.Second, RefuseRate: 1}, "Never": {Latency: time.Second}}, live(mode.Budgeted))
+		start := time.Now()
+		for i := range 50 {
+			err := in.Refuse("Always")
+			if !errors.Is(err, faults.ErrRefused) || apperr.ReasonOf(err) != apperr.ReasonNotProcessed || apperr.GRPCCode(err) != codes.Unavailable {
+				t.Fatalf("call %d: Refuse(Always) = %v, want ErrRefused, Unavailable and not processed", i, err)
+			}
+			if err := in.Refuse("Never"); err != nil {
+				t.Fatalf("call %d: Refuse(Never) = %v, want nil", i, err)
+			}
+			if err := in.Refuse("Unknown"); err != nil {
+				t.Fatalf("call %d: Refuse of a method with no spec = %v, want nil", i, err)
+			}
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("refusing took %v: a refusal does no work", took)
+		}
+		if err := in.Work(t.Context(), "Always"); err != nil {
+			t.Errorf("Work(Always) = %v: the refuse rate is the door's, not the work's", err)
+		}
+	})
+	in := faults.NewInjector(faults.Set{"*": {RefuseRate: 0.5}}, nil)
+	refused := 0
+	for range 2000 {
+		if in.Refuse("M") != nil {
+			refused++
+		}
+	}
+	if refused < 800 || refused > 1200 {
+		t.Errorf("refuse-rate 0.5 refused %d of 2000 calls", refused)
+	}
 }
 
 func TestWorkErrorRate(t *testing.T) {

@@ -17,7 +17,9 @@ type specJSON struct {
 	P99       string  `json:"p99,omitempty"`
 	Delay     string  `json:"delay,omitempty"`
 	ErrorRate float64 `json:"error_rate,omitempty"`
-	Hang      string  `json:"hang,omitempty"`
+	// RefuseRate is the share of calls refused at the door.
+	RefuseRate float64 `json:"refuse_rate,omitempty"`
+	Hang       string  `json:"hang,omitempty"`
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -30,7 +32,7 @@ func (s Spec) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(specJSON{
 		Latency: str(s.Latency), P50: str(s.P50), P99: str(s.P99),
-		Delay: str(s.Delay), ErrorRate: s.ErrorRate, Hang: str(s.Hang),
+		Delay: str(s.Delay), ErrorRate: s.ErrorRate, RefuseRate: s.RefuseRate, Hang: str(s.Hang),
 	})
 }
 
@@ -57,7 +59,7 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 		}
 		*f.dst = d
 	}
-	out.ErrorRate = w.ErrorRate
+	out.ErrorRate, out.RefuseRate = w.ErrorRate, w.RefuseRate
 	if err := out.Validate(); err != nil {
 		return err
 	}
@@ -70,13 +72,13 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 func specError(err error) error {
 	var typ *json.UnmarshalTypeError
 	switch {
-	case errors.As(err, &typ) && typ.Field == "error_rate":
-		return errors.New("error_rate must be a number from 0 to 1")
+	case errors.As(err, &typ) && (typ.Field == "error_rate" || typ.Field == "refuse_rate"):
+		return fmt.Errorf("%s must be a number from 0 to 1", typ.Field)
 	case errors.As(err, &typ) && typ.Field != "":
 		return fmt.Errorf("%s must be a duration such as \"280ms\"", typ.Field)
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return fmt.Errorf("unknown field %s (want latency, p50, p99, delay, error_rate or hang)", name)
+		return fmt.Errorf("unknown field %s (want latency, p50, p99, delay, error_rate, refuse_rate or hang)", name)
 	}
 	return errors.New(`a fault spec must be an object such as {"latency":"280ms"}`)
 }

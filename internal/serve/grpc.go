@@ -4,7 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"path"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +18,8 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
+	"github.com/mercado-lab/mercado/internal/apperr"
+	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/resilience"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 )
@@ -30,7 +34,8 @@ const MaxMessageBytes = 1 << 20
 //
 // Every request passes panic recovery, then resilience.ServerChain: the
 // mode's snapshot, admission, detach (naive), and a worker from the
-// service's pool (sized by --workers and --max-wait). When the kit's
+// service's pool (sized by --workers and --max-wait); last, before the
+// handler, the door of the fault refuse-rate (refuseAtTheDoor). When the kit's
 // tracing is on, every request (health checks aside) also gets a server
 // span that continues the caller's trace.
 func StartGRPC(ctx context.Context, k *Kit, register func(*grpc.Server)) (*Process, error) {
@@ -42,7 +47,7 @@ func StartGRPC(ctx context.Context, k *Kit, register func(*grpc.Server)) (*Proce
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute}),
-		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{recoverPanics(k.Log)}, chain...)...),
+		grpc.ChainUnaryInterceptor(slices.Concat([]grpc.UnaryServerInterceptor{recoverPanics(k.Log)}, chain, []grpc.UnaryServerInterceptor{refuseAtTheDoor(k)})...),
 	}
 	// The server span starts at the transport, before the interceptors, so
 	// the deadline interceptor's arrival hook annotates it. With tracing
@@ -102,6 +107,24 @@ func (s grpcServer) Drain(ctx context.Context) error {
 }
 
 func (s grpcServer) Halt() { s.Stop() }
+
+// refuseAtTheDoor applies the fault refuse-rate to the methods whose work
+// the service simulates (faults.Methods): a request the rate picks is
+// answered Unavailable, marked not processed, before its handler does
+// anything, as a service shedding load or down for maintenance does. It
+// runs last, so the refused request was counted and admitted like any
+// other.
+func refuseAtTheDoor(k *Kit) grpc.UnaryServerInterceptor {
+	methods := faults.Methods(k.Name)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if m := path.Base(info.FullMethod); slices.Contains(methods, m) {
+			if err := k.Faults.Refuse(m); err != nil {
+				return nil, apperr.Status(err)
+			}
+		}
+		return handler(ctx, req)
+	}
+}
 
 func recoverPanics(log *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {

@@ -221,7 +221,13 @@ func keyReused(err error) bool {
 // "gateway" hop. It answers 504 and returns false when the budget ran out
 // during it.
 func (s *server) simulate(w http.ResponseWriter, r *http.Request, method string) bool {
-	if err := s.kit.Faults.Work(r.Context(), method); err != nil {
+	// The door first: a checkout the fault refuse-rate turns away is
+	// answered 503 before anything is done for it.
+	err := s.kit.Faults.Refuse(method)
+	if err == nil {
+		err = s.kit.Faults.Work(r.Context(), method)
+	}
+	if err != nil {
 		writeUpstreamError(w, r, err, nil)
 		return false
 	}
