@@ -80,11 +80,16 @@ func chargeStatusFromProto(s paymentsv1.ChargeStatus) ChargeStatus {
 func (c paymentsClient) Charge(ctx context.Context, o Order) (Charge, error) {
 	// Timeout: Policy.Decide — budgeted min(PaymentsCap, remaining −
 	// margin), naive PaymentsCap.
+	ctx, sent := watchSent(ctx)
 	ch, err := c.c.CreateCharge(ctx, &paymentsv1.ChargeRequest{
 		PaymentKey: o.PaymentKey, OrderId: o.ID, Customer: o.Customer,
 		AmountCents: o.TotalCents, RequestId: o.RequestID,
 	})
 	if err != nil {
+		if !sent.unsure.Load() {
+			// Refused, or never sent: nothing was charged (notcharged.go).
+			err = notCharged{err}
+		}
 		return Charge{}, err
 	}
 	return chargeFromProto(ch), nil

@@ -39,11 +39,19 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	kit.OnClose(func() { cs.Close() })
 	for _, d := range []struct {
 		addr  string
-		chain grpc.UnaryClientInterceptor
-	}{{cfg.CatalogAddr, deps.catalog}, {cfg.PaymentsAddr, deps.payments}, {cfg.ShippingAddr, deps.shipping}, {cfg.PaymentsAddr, deps.fraud},
-		{cfg.ShippingAddr, deps.estimate}, {cfg.PaymentsAddr, deps.audit}} {
+		chain []grpc.UnaryClientInterceptor
+	}{
+		{cfg.CatalogAddr, []grpc.UnaryClientInterceptor{deps.catalog}},
+		// After the chain, each attempt that leaves is recorded, to tell a
+		// charge that cannot have taken money (notcharged.go).
+		{cfg.PaymentsAddr, []grpc.UnaryClientInterceptor{deps.payments, recordSent}},
+		{cfg.ShippingAddr, []grpc.UnaryClientInterceptor{deps.shipping}},
+		{cfg.PaymentsAddr, []grpc.UnaryClientInterceptor{deps.fraud}},
+		{cfg.ShippingAddr, []grpc.UnaryClientInterceptor{deps.estimate}},
+		{cfg.PaymentsAddr, []grpc.UnaryClientInterceptor{deps.audit}},
+	} {
 		cc, err := dial.Conn(d.addr, dial.Options{
-			Interceptors: []grpc.UnaryClientInterceptor{d.chain},
+			Interceptors: d.chain,
 			StatsHandler: kit.Tracing.GRPCClientHandler(),
 		})
 		if err != nil {

@@ -227,8 +227,12 @@ func (s *Service) finish(ctx context.Context) {
 }
 
 // unknownOutcome reports whether a charge attempt may or may not have
-// taken the money: it timed out, or never got an answer.
+// taken the money: it timed out, or never got an answer — unless no
+// attempt reached payments but to be refused (notcharged.go).
 func unknownOutcome(err error) bool {
+	if nothingCharged(err) {
+		return false
+	}
 	switch apperr.GRPCCode(err) {
 	case codes.DeadlineExceeded, codes.Unavailable, codes.Canceled:
 		return true
