@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 )
 
@@ -24,13 +25,20 @@ import (
 //     figure: goodput
 //     at_least: 3
 //     of: {mode: naive}
+//
+// A server figure (ServerFigureNames) is what a service counted, per
+// request of the class the generator sent, over the same span: with
+// figure calls_per_request and service payments, the calls payments
+// received per checkout sent.
 type Check struct {
 	Name  string `yaml:"name" json:"name"`
 	Mode  string `yaml:"mode" json:"mode"`
 	Phase string `yaml:"phase" json:"phase,omitempty"`
 	Class string `yaml:"class" json:"class"`
 	// Figure is one of Figures' keys.
-	Figure  string   `yaml:"figure" json:"figure"`
+	Figure string `yaml:"figure" json:"figure"`
+	// Service names the service of a server figure.
+	Service string   `yaml:"service" json:"service,omitempty"`
 	AtLeast *float64 `yaml:"at_least" json:"at_least,omitempty"`
 	AtMost  *float64 `yaml:"at_most" json:"at_most,omitempty"`
 	Of      *CheckOf `yaml:"of" json:"of,omitempty"`
@@ -60,6 +68,13 @@ type CheckResult struct {
 var Figures = map[string]func(Summary) float64{
 	"goodput": func(s Summary) float64 { return s.Goodput },
 	"success": func(s Summary) float64 { return s.SuccessRatio },
+	// accepted is the share of requests answered 202 processing.
+	"accepted": func(s Summary) float64 {
+		if s.Requests == 0 {
+			return 0
+		}
+		return float64(s.Accepted) / float64(s.Requests)
+	},
 	"p50_ms":  func(s Summary) float64 { return s.P50MS },
 	"p90_ms":  func(s Summary) float64 { return s.P90MS },
 	"p99_ms":  func(s Summary) float64 { return s.P99MS },
@@ -67,6 +82,13 @@ var Figures = map[string]func(Summary) float64{
 	"max_ms":  func(s Summary) float64 { return s.MaxMS },
 	// degraded: the share of good answers marked degraded.
 	"degraded": func(s Summary) float64 { return s.DegradedRatio },
+}
+
+// ServerFigureNames are the server figures a check can name: what the
+// services counted over a span (ServerFigures) for service, divided by the
+// requests of the check's class sent in it.
+var ServerFigureNames = map[string]func(f ServerFigures, service string) float64{
+	"calls_per_request": func(f ServerFigures, svc string) float64 { return f.Calls[svc] },
 }
 
 func (c Check) validate(s Scenario) error {
@@ -80,8 +102,17 @@ func (c Check) validate(s Scenario) error {
 	if _, ok := s.Classes[c.Class]; !ok {
 		errs = append(errs, fmt.Errorf("class %q is not one the scenario sends", c.Class))
 	}
-	if _, ok := Figures[c.Figure]; !ok {
-		errs = append(errs, fmt.Errorf("figure %q: want one of %s", c.Figure, strings.Join(slices.Sorted(maps.Keys(Figures)), ", ")))
+	_, client := Figures[c.Figure]
+	_, server := ServerFigureNames[c.Figure]
+	switch {
+	case !client && !server:
+		names := slices.Concat(slices.Collect(maps.Keys(Figures)), slices.Collect(maps.Keys(ServerFigureNames)))
+		slices.Sort(names)
+		errs = append(errs, fmt.Errorf("figure %q: want one of %s", c.Figure, strings.Join(names, ", ")))
+	case server && !slices.Contains(faults.Services(), c.Service):
+		errs = append(errs, fmt.Errorf("figure %s needs a service, one of %s", c.Figure, faults.ServiceList()))
+	case client && c.Service != "":
+		errs = append(errs, fmt.Errorf("figure %s is the clients', not a service's: drop service", c.Figure))
 	}
 	if (c.AtLeast == nil) == (c.AtMost == nil) {
 		errs = append(errs, errors.New("exactly one of at_least and at_most is required"))
@@ -118,7 +149,7 @@ func Evaluate(checks []Check, r Results) []CheckResult {
 
 func (c Check) evaluate(r Results) CheckResult {
 	res := CheckResult{Check: c}
-	v, err := r.figure(c.Mode, c.Phase, c.Class, c.Figure)
+	v, err := r.figure(c.Mode, c.Phase, c.Class, c.Figure, c.Service)
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -139,7 +170,7 @@ func (c Check) evaluate(r Results) CheckResult {
 		if c.Of.Phase != "" {
 			p = c.Of.Phase
 		}
-		ref, err := r.figure(m, p, c.Class, c.Figure)
+		ref, err := r.figure(m, p, c.Class, c.Figure, c.Service)
 		if err != nil {
 			res.Error = err.Error()
 			return res
@@ -155,23 +186,29 @@ func (c Check) evaluate(r Results) CheckResult {
 }
 
 // figure reads one figure of one class in one mode, over the whole run
-// (phase "") or over one phase.
-func (r Results) figure(mode, phase, class, figure string) (float64, error) {
+// (phase "") or over one phase; a server figure is service's.
+func (r Results) figure(mode, phase, class, figure, service string) (float64, error) {
 	i := slices.IndexFunc(r.Modes, func(m ModeResult) bool { return m.Mode == mode })
 	if i < 0 {
 		return math.NaN(), fmt.Errorf("mode %s did not run", mode)
 	}
-	sums := r.Modes[i].Classes
+	sums, server := r.Modes[i].Classes, r.Modes[i].Server
 	if phase != "" {
 		j := slices.IndexFunc(r.Modes[i].Phases, func(p PhaseSpan) bool { return p.Name == phase })
 		if j < 0 {
 			return math.NaN(), fmt.Errorf("phase %q did not run in %s mode", phase, mode)
 		}
-		sums = r.Modes[i].Phases[j].Classes
+		sums, server = r.Modes[i].Phases[j].Classes, r.Modes[i].Phases[j].Server
 	}
 	k := slices.IndexFunc(sums, func(s Summary) bool { return s.Class == class })
 	if k < 0 {
 		return math.NaN(), fmt.Errorf("class %s sent nothing in %s mode", class, mode)
+	}
+	if f, ok := ServerFigureNames[figure]; ok {
+		if sums[k].Requests == 0 {
+			return math.NaN(), fmt.Errorf("class %s sent nothing in %s mode", class, mode)
+		}
+		return f(server, service) / float64(sums[k].Requests), nil
 	}
 	f, ok := Figures[figure]
 	if !ok {

@@ -22,14 +22,20 @@ func phasedResults() Results {
 			{Name: "payments slow", StartS: 4, EndS: 10, Faulty: true, Classes: slow},
 		}
 	}
-	return Results{Scenario: "slow-payments", Modes: []ModeResult{
+	r := Results{Scenario: "slow-payments", Modes: []ModeResult{
 		{Mode: "naive", Valid: true,
 			Classes: []Summary{{Class: "checkout", SuccessRatio: 0.6}, {Class: "browse", SuccessRatio: 0.95}},
-			Phases:  phases([]Summary{{Class: "checkout", Goodput: 7, P999MS: 2950}, {Class: "browse", Goodput: 18}})},
+			Phases:  phases([]Summary{{Class: "checkout", Requests: 100, Goodput: 7, P999MS: 2950}, {Class: "browse", Requests: 50, Goodput: 18}})},
 		{Mode: "budgeted", Valid: true,
-			Classes: []Summary{{Class: "checkout", SuccessRatio: 0.95}, {Class: "browse", SuccessRatio: 1}},
-			Phases:  phases([]Summary{{Class: "checkout", Goodput: 18, P999MS: 900}, {Class: "browse", Goodput: 19.5}})},
+			Classes: []Summary{{Class: "checkout", Requests: 400, SuccessRatio: 0.95}, {Class: "browse", SuccessRatio: 1}},
+			Server:  ServerFigures{Calls: map[string]float64{"payments": 200}},
+			Phases:  phases([]Summary{{Class: "checkout", Requests: 100, Goodput: 18, P999MS: 900}, {Class: "browse", Requests: 50, Goodput: 19.5}})},
 	}}
+	// What payments counted in the faulty phase: per checkout, 27 calls
+	// naive, 2 budgeted (the browse requests are not in the divisor).
+	r.Modes[0].Phases[1].Server = ServerFigures{Calls: map[string]float64{"payments": 2700}}
+	r.Modes[1].Phases[1].Server = ServerFigures{Calls: map[string]float64{"payments": 200}}
+	return r
 }
 
 func TestEvaluateChecks(t *testing.T) {
@@ -48,6 +54,9 @@ func TestEvaluateChecks(t *testing.T) {
 		{"share of another phase", Check{Mode: "budgeted", Phase: "payments slow", Class: "browse", Figure: "goodput", AtLeast: ptr(0.95), Of: &CheckOf{Phase: "steady"}}, true, 19.5, 19},
 		{"share of another phase, not kept", Check{Mode: "naive", Phase: "payments slow", Class: "browse", Figure: "goodput", AtLeast: ptr(0.95), Of: &CheckOf{Phase: "steady"}}, false, 18, 19},
 		{"whole run", Check{Mode: "budgeted", Class: "browse", Figure: "success", AtLeast: ptr(0.99)}, true, 1, 0.99},
+		{"a service's calls per request of the class, in a phase", Check{Mode: "naive", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtLeast: ptr(20)}, true, 27, 20},
+		{"a service's calls per request, over the bound", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtMost: ptr(1.5)}, false, 2, 1.5},
+		{"a service's calls per request, whole run", Check{Mode: "budgeted", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtMost: ptr(1.5)}, true, 0.5, 1.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.check.Name = tc.name
@@ -80,15 +89,19 @@ phases: [{name: calm, duration: 1s}]
 checks:
 `
 	for check, want := range map[string]string{
-		`  - {name: a, mode: budgeted, class: checkout, figure: p999_ms, at_most: 1010}`:                  "",
-		`  - {name: a, mode: budgeted, class: checkout, figure: p999_ms}`:                                 "exactly one of at_least and at_most",
-		`  - {name: a, mode: fast, class: checkout, figure: p999_ms, at_most: 1}`:                         `mode "fast"`,
-		`  - {name: a, mode: budgeted, class: browse, figure: p999_ms, at_most: 1}`:                       `class "browse"`,
-		`  - {name: a, mode: budgeted, class: checkout, figure: p42, at_most: 1}`:                         `figure "p42"`,
-		`  - {name: a, mode: budgeted, phase: storm, class: checkout, figure: goodput, at_least: 1}`:      `phase "storm"`,
-		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, at_least: 1, of: {}}`:            "name a mode or a phase",
-		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, at_least: 1, of: {mode: turbo}}`: `mode "turbo"`,
-		`  - {mode: budgeted, class: checkout, figure: goodput, at_least: 1}`:                             "name is required",
+		`  - {name: a, mode: budgeted, class: checkout, figure: p999_ms, at_most: 1010}`:                             "",
+		`  - {name: a, mode: budgeted, class: checkout, figure: p999_ms}`:                                            "exactly one of at_least and at_most",
+		`  - {name: a, mode: fast, class: checkout, figure: p999_ms, at_most: 1}`:                                    `mode "fast"`,
+		`  - {name: a, mode: budgeted, class: browse, figure: p999_ms, at_most: 1}`:                                  `class "browse"`,
+		`  - {name: a, mode: budgeted, class: checkout, figure: p42, at_most: 1}`:                                    `figure "p42"`,
+		`  - {name: a, mode: budgeted, phase: storm, class: checkout, figure: goodput, at_least: 1}`:                 `phase "storm"`,
+		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, at_least: 1, of: {}}`:                       "name a mode or a phase",
+		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, at_least: 1, of: {mode: turbo}}`:            `mode "turbo"`,
+		`  - {mode: budgeted, class: checkout, figure: goodput, at_least: 1}`:                                        "name is required",
+		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, service: payments, at_most: 1.5}`: "",
+		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, at_most: 1.5}`:                    "needs a service",
+		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, service: bank, at_most: 1.5}`:     "needs a service",
+		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, service: payments, at_least: 1}`:            "drop service",
 	} {
 		_, err := ParseScenario([]byte(base + check))
 		switch {
@@ -137,7 +150,7 @@ func TestPhasesKeepTheirSchedule(t *testing.T) {
 		},
 	}
 	start := time.Now()
-	runs, invalid, err := runPhases(context.Background(), sc, quietShop{srv.URL}, start, "k", "none")
+	runs, invalid, err := runPhases(context.Background(), sc, quietShop{srv.URL}, start, mode.Naive, "k", "none")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,5 +164,16 @@ func TestPhasesKeepTheirSchedule(t *testing.T) {
 	}
 	if n := len(runs[1].samples["browse"]); n < 15 {
 		t.Errorf("second phase sent %d requests, want about 20", n)
+	}
+}
+
+// A server figure of a class that sent nothing cannot be divided: the
+// check fails and says why, rather than passing on a NaN.
+func TestServerFigureOfAnEmptyClassFails(t *testing.T) {
+	r := phasedResults()
+	r.Modes[1].Phases[1].Classes[0].Requests = 0
+	got := Evaluate([]Check{{Name: "x", Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtMost: ptr(1.5)}}, r)[0]
+	if got.Pass || !strings.Contains(got.Error, "sent nothing") {
+		t.Errorf("got %+v, want a failed check saying the class sent nothing", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,6 +20,11 @@ const headerAttempts = "Mercado-Client-Attempts"
 // 429) or none came (within perTry, when set), up to retries more times,
 // waiting a jittered backoff between tries. Every try comes out of the
 // client's one timeout: its patience covers them all, as a real app's does.
+//
+// A budget-aware client (aware) retries as the budgeted services do: it
+// waits at least what an answer's Retry-After asks, and it makes no try
+// that could not start before its deadline, since an answer after the
+// deadline is worth nothing. A blind one (the naive client) ignores both.
 type retryTransport struct {
 	base    http.RoundTripper
 	retries int
@@ -26,9 +32,13 @@ type retryTransport struct {
 	// perTry, when set, is how long the client waits for one try before
 	// giving it up and trying again.
 	perTry time.Duration
+	// aware makes the client budget-aware, within deadline.
+	aware    bool
+	deadline time.Duration
 }
 
 func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		try := req
 		if attempt > 1 {
@@ -48,7 +58,8 @@ func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			try = try.WithContext(ctx)
 		}
 		resp, err := t.base.RoundTrip(try)
-		if attempt > t.retries || !retryable(resp, err) || req.Context().Err() != nil {
+		wait, again := t.next(start, resp, err)
+		if attempt > t.retries || !again || req.Context().Err() != nil {
 			if resp != nil {
 				resp.Header.Set(headerAttempts, strconv.Itoa(attempt))
 				// The try's context must outlive the reading of its body.
@@ -63,15 +74,41 @@ func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
 		}
-		// Full jitter: a crowd of clients that failed together must not
-		// come back together.
-		wait := time.Duration(rand.Int64N(int64(t.backoff) + 1))
 		select {
 		case <-req.Context().Done():
 			return nil, req.Context().Err()
 		case <-time.After(wait):
 		}
 	}
+}
+
+// next decides whether a try that ended with resp or err is made again,
+// and after how long: full jitter (a crowd of clients that failed together
+// must not come back together) and, for a budget-aware client, at least
+// the answer's Retry-After, and only if the next try would start before
+// the deadline.
+func (t retryTransport) next(start time.Time, resp *http.Response, err error) (time.Duration, bool) {
+	if !retryable(resp, err) {
+		return 0, false
+	}
+	wait := time.Duration(rand.Int64N(int64(t.backoff) + 1))
+	if !t.aware {
+		return wait, true
+	}
+	if resp != nil {
+		wait = max(wait, retryAfter(resp.Header))
+	}
+	return wait, time.Since(start)+wait < t.deadline
+}
+
+// retryAfter reads an answer's Retry-After in seconds (RFC 9110); 0 when
+// there is none or it is a date.
+func retryAfter(h http.Header) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After")))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }
 
 // cancelOnClose ends a try's context when its body is closed.

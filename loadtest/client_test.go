@@ -140,3 +140,73 @@ func TestClientGivesUpOnASlowTry(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetAwareClientHonoursRetryAfter: a budget-aware client waits the
+// Retry-After a 503 asks before trying again, and makes no try that could
+// not start before its deadline; a blind one ignores both.
+func TestBudgetAwareClientHonoursRetryAfter(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		mu.Lock()
+		seen[key]++
+		n := seen[key]
+		mu.Unlock()
+		if r.URL.Path == "/down" || n == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	class := func(name, path string, deadline time.Duration, aware bool) Class {
+		return Class{Name: name, Rate: 5, Deadline: deadline, Patience: 4 * time.Second,
+			Retries: 2, RetryBackoff: 5 * time.Millisecond, BudgetAware: aware,
+			Request: func(base string, seq uint64) vegeta.Target {
+				return vegeta.Target{Method: http.MethodPost, URL: base + path, Body: []byte(`{}`),
+					Header: http.Header{"Idempotency-Key": {name + string(rune('a'+seq))}}}
+			}}
+	}
+	got, err := Run(context.Background(), Options{Base: srv.URL, Duration: 300 * time.Millisecond},
+		class("aware-down", "/down", 500*time.Millisecond, true),
+		class("blind-down", "/down", 500*time.Millisecond, false),
+		class("aware-once", "/once", 3*time.Second, true),
+		class("blind-once", "/once", 3*time.Second, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]struct {
+		code, attempts int
+		min, max       time.Duration // latency; generous, for a busy machine
+	}{
+		// Retry-After 1 s does not fit a 500 ms deadline: one try.
+		"aware-down": {http.StatusServiceUnavailable, 1, 0, 900 * time.Millisecond},
+		"blind-down": {http.StatusServiceUnavailable, 3, 0, 900 * time.Millisecond},
+		// It fits a 3 s deadline: the second try, after a second.
+		"aware-once": {http.StatusCreated, 2, time.Second, 2500 * time.Millisecond},
+		"blind-once": {http.StatusCreated, 2, 0, 900 * time.Millisecond},
+	} {
+		if len(got[name]) == 0 {
+			t.Errorf("%s: no samples", name)
+		}
+		for _, s := range got[name] {
+			if s.Code != want.code || s.Attempts != want.attempts || s.Latency < want.min || s.Latency > want.max {
+				t.Errorf("%s: sample %d %d tries in %v, want %d after %d tries in %v to %v",
+					name, s.Code, s.Attempts, s.Latency, want.code, want.attempts, want.min, want.max)
+			}
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"": 0, "1": time.Second, " 30 ": 30 * time.Second, "-1": 0, "soon": 0,
+		"Wed, 21 Oct 2015 07:28:00 GMT": 0,
+	} {
+		if got := retryAfter(http.Header{"Retry-After": {in}}); got != want {
+			t.Errorf("retryAfter(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

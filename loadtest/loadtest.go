@@ -39,6 +39,10 @@ type Class struct {
 	// between tries, all within its patience.
 	Retries      int
 	RetryBackoff time.Duration
+	// BudgetAware makes a retrying client wait at least an answer's
+	// Retry-After, and make no try that could not start before its
+	// deadline; otherwise it retries blind.
+	BudgetAware bool
 	// AttemptTimeout, when set, is how long a retrying client waits for
 	// one try before it gives up on it and tries again.
 	AttemptTimeout time.Duration
@@ -66,6 +70,19 @@ type Sample struct {
 	// holding a default value instead of a dependency's answer (its JSON
 	// "degraded" list is not empty).
 	Degraded bool
+	// OrderID is the order a checkout's 202 processing named: the shop
+	// took the checkout but did not know its outcome yet. Confirmed
+	// reports that the order was confirmed by the end of the run (the
+	// runner reads it through GET /api/orders/{id}); an unconfirmed 202 is
+	// not a good checkout.
+	OrderID   string
+	Confirmed bool
+}
+
+// Good reports a final answer in time: a success within deadline, and for
+// a 202 processing, one whose order was confirmed later.
+func (s Sample) Good(deadline time.Duration) bool {
+	return s.Failure == "" && s.Latency <= deadline && (s.Code != http.StatusAccepted || s.Confirmed)
 }
 
 // Failure classes.
@@ -128,7 +145,8 @@ func runClass(ctx context.Context, o Options, c Class) []Sample {
 		IdleConnTimeout:     30 * time.Second,
 	}
 	if c.Retries > 0 {
-		transport = retryTransport{base: transport, retries: c.Retries, backoff: c.RetryBackoff, perTry: c.AttemptTimeout}
+		transport = retryTransport{base: transport, retries: c.Retries, backoff: c.RetryBackoff, perTry: c.AttemptTimeout,
+			aware: c.BudgetAware, deadline: c.Deadline}
 	}
 	client := &http.Client{Timeout: patience, Transport: transport}
 	defer client.CloseIdleConnections()
@@ -157,6 +175,9 @@ func runClass(ctx context.Context, o Options, c Class) []Sample {
 		s := Sample{Class: c.Name, Seq: r.Seq, Sent: r.Timestamp, Code: int(r.Code), Latency: r.Latency, Attempts: attempts(r.Headers)}
 		s.Failure = classify(r)
 		s.Degraded = s.Failure == "" && degraded(r.Body)
+		if s.Code == http.StatusAccepted {
+			s.OrderID = acceptedOrder(r)
+		}
 		samples = append(samples, s)
 	}
 	slices.SortFunc(samples, func(a, b Sample) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -182,6 +203,21 @@ func degraded(body []byte) bool {
 		Degraded []string `json:"degraded"`
 	}
 	return json.Unmarshal(body, &a) == nil && len(a.Degraded) > 0
+}
+
+// acceptedOrder is the order a 202 processing answer names: its Location
+// (/api/orders/{id}), or its body's order_id.
+func acceptedOrder(r *vegeta.Result) string {
+	if id, ok := strings.CutPrefix(r.Headers.Get("Location"), "/api/orders/"); ok && id != "" {
+		return id
+	}
+	var p struct {
+		OrderID string `json:"order_id"`
+	}
+	if json.Unmarshal(r.Body, &p) == nil {
+		return p.OrderID
+	}
+	return ""
 }
 
 // classify names why a request failed, from its status and problem body.

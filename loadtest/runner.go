@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/pkg/deadline"
@@ -98,13 +101,25 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	progressDone := make(chan struct{})
 	go reportProgress(string(m), start, sc.Length(), o.Progress, progressDone)
 
-	phased, invalid, err := runPhases(ctx, sc, shop, start, fmt.Sprintf("%s-%s", m, nonce), orderID)
+	phased, invalid, err := runPhases(ctx, sc, shop, start, m, fmt.Sprintf("%s-%s", m, nonce), orderID)
 	if err != nil {
 		close(progressDone)
 		stopSampling()
 		sampling.Wait()
 		return ModeResult{}, err
 	}
+	close(progressDone)
+	stopSampling()
+	sampling.Wait()
+	_ = shop.SetFaults(ctx, nil)
+	after, err := shop.Counters(ctx)
+	if err != nil {
+		return ModeResult{}, err
+	}
+	// After the counters, so that reading the orders is not counted as
+	// the shop's work.
+	confirmAccepted(ctx, shop.URL(), max(time.Duration(sc.Patience), time.Second), phased)
+
 	all := map[string][]Sample{}
 	for i, p := range sc.Phases {
 		span := PhaseSpan{Name: p.Name, StartS: phased[i].start.Seconds(), EndS: (phased[i].start + time.Duration(p.Duration)).Seconds(), Faulty: len(p.Faults) > 0}
@@ -117,14 +132,6 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 		}
 		span.Server = serverFigures(phased[i].from, phased[i].to, sent)
 		mr.Phases = append(mr.Phases, span)
-	}
-	close(progressDone)
-	stopSampling()
-	sampling.Wait()
-	_ = shop.SetFaults(ctx, nil)
-	after, err := shop.Counters(ctx)
-	if err != nil {
-		return ModeResult{}, err
 	}
 
 	length := sc.Length()
@@ -157,6 +164,68 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	return mr, nil
 }
 
+// confirmReaders is how many orders confirmAccepted reads at once.
+const confirmReaders = 8
+
+// confirmAccepted learns how the checkouts answered 202 processing ended:
+// it gives the shop settle (the clients' patience) after the last answer
+// to settle them — the reconciler asks payments — then reads each one's
+// order through the public API, GET /api/orders/{id}, and marks the
+// sample Confirmed when the order is. An order it cannot read stays
+// unconfirmed: not a good checkout.
+func confirmAccepted(ctx context.Context, base string, settle time.Duration, phased []phaseRun) {
+	var accepted []*Sample
+	for i := range phased {
+		for _, samples := range phased[i].samples {
+			for j := range samples {
+				if samples[j].Code == http.StatusAccepted && samples[j].OrderID != "" {
+					accepted = append(accepted, &samples[j])
+				}
+			}
+		}
+	}
+	if len(accepted) == 0 {
+		return
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(settle):
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	var g errgroup.Group
+	g.SetLimit(confirmReaders)
+	for _, s := range accepted {
+		g.Go(func() error {
+			s.Confirmed = orderStatus(ctx, client, base, s.OrderID) == "confirmed"
+			return nil
+		})
+	}
+	_ = g.Wait()
+}
+
+// orderStatus reads an order's status through the public API; "" when it
+// cannot.
+func orderStatus(ctx context.Context, client *http.Client, base, id string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/orders/"+url.PathEscape(id), nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var o struct {
+		Status string `json:"status"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&o) != nil {
+		return ""
+	}
+	return o.Status
+}
+
 // phaseRun is what one phase sent: its samples by class, when it began,
 // from the start of the mode's run, and the services' counters at its
 // start and at its end.
@@ -172,7 +241,7 @@ type phaseRun struct {
 // load would turn closed-loop exactly when the shop is slowest.) Faults
 // change at each phase's start. It reports every phase whose generator
 // sent less than its schedule asked.
-func runPhases(ctx context.Context, sc Scenario, shop Shop, start time.Time, keyPrefix, orderID string) ([]phaseRun, []string, error) {
+func runPhases(ctx context.Context, sc Scenario, shop Shop, start time.Time, m mode.Mode, keyPrefix, orderID string) ([]phaseRun, []string, error) {
 	out := make([]phaseRun, len(sc.Phases))
 	errs := make([]error, len(sc.Phases))
 	var wg sync.WaitGroup
@@ -204,7 +273,7 @@ func runPhases(ctx context.Context, sc Scenario, shop Shop, start time.Time, key
 			out[i-1].to = c
 		}
 		out[i].start = time.Since(start)
-		classes := sc.phaseClasses(p, fmt.Sprintf("%s-%d", keyPrefix, i), orderID)
+		classes := sc.phaseClasses(p, m, fmt.Sprintf("%s-%d", keyPrefix, i), orderID)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -230,7 +299,7 @@ func runPhases(ctx context.Context, sc Scenario, shop Shop, start time.Time, key
 	}
 	var invalid []string
 	for i, p := range sc.Phases {
-		for _, c := range sc.phaseClasses(p, "", orderID) {
+		for _, c := range sc.phaseClasses(p, m, "", orderID) {
 			got := out[i].samples[c.Name]
 			want := c.Rate * time.Duration(p.Duration).Seconds()
 			if float64(len(got)) < minAchieved*want {
@@ -258,8 +327,10 @@ func reportProgress(m string, start time.Time, total time.Duration, progress fun
 	}
 }
 
-// phaseClasses are the scenario's classes at the phase's rates.
-func (sc Scenario) phaseClasses(p Phase, keyPrefix, orderID string) []Class {
+// phaseClasses are the scenario's classes at the phase's rates, with the
+// clients of mode m.
+func (sc Scenario) phaseClasses(p Phase, m mode.Mode, keyPrefix, orderID string) []Class {
+	client := sc.ClientFor(m)
 	names := make([]string, 0, len(sc.Classes))
 	for n := range sc.Classes {
 		names = append(names, n)
@@ -274,13 +345,16 @@ func (sc Scenario) phaseClasses(p Phase, keyPrefix, orderID string) []Class {
 		if rate <= 0 {
 			continue
 		}
-		client := sc.Client
+		// A class's own client (a batch export's) is the same in every
+		// mode; the others are the mode's clients.
+		client := client
 		if own := sc.Classes[n].Client; own != nil {
 			client = *own
 		}
 		dl := sc.DeadlineOf(n)
 		c := Class{Name: n, Rate: rate, Deadline: dl, Patience: dl + time.Duration(sc.Patience),
-			Retries: client.Retries, RetryBackoff: time.Duration(client.Backoff), AttemptTimeout: time.Duration(client.AttemptTimeout)}
+			Retries: client.Retries, RetryBackoff: time.Duration(client.Backoff), AttemptTimeout: time.Duration(client.AttemptTimeout),
+			BudgetAware: client.BudgetAware}
 		switch n {
 		case "checkout":
 			c.Request = CheckoutRequest(keyPrefix)
@@ -356,7 +430,7 @@ func perSecond(samples []Sample, start time.Time, deadline time.Duration) []Seco
 		lat := make([]time.Duration, 0, len(b))
 		for _, s := range b {
 			lat = append(lat, s.Latency)
-			if s.Failure == "" && s.Latency <= deadline {
+			if s.Good(deadline) {
 				sec.Good++
 			}
 		}

@@ -64,7 +64,7 @@ func TestEachPhaseCountsItsOwn(t *testing.T) {
 			{Name: "fast", Duration: Duration(time.Second), Rates: map[string]float64{"browse": 40}},
 		},
 	}
-	runs, _, err := runPhases(context.Background(), sc, countingShop{quietShop{srv.URL}, &received}, time.Now(), "k", "none")
+	runs, _, err := runPhases(context.Background(), sc, countingShop{quietShop{srv.URL}, &received}, time.Now(), mode.Naive, "k", "none")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +73,75 @@ func TestEachPhaseCountsItsOwn(t *testing.T) {
 		// A request or two may land on the far side of a boundary.
 		if got < want-3 || got > want+3 {
 			t.Errorf("phase %d counted %v requests, want about %v", i, got, want)
+		}
+	}
+}
+
+// A 202 processing is no final answer: it counts as good only when its
+// order is confirmed later, and the summary counts 202s apart.
+func TestSummarizeCountsProcessingApart(t *testing.T) {
+	fast, late := 100*time.Millisecond, 2*time.Second
+	samples := []Sample{
+		{Code: http.StatusCreated, Latency: fast},
+		{Code: http.StatusAccepted, Latency: fast, OrderID: "a", Confirmed: true},
+		{Code: http.StatusAccepted, Latency: fast, OrderID: "b"},
+		{Code: http.StatusAccepted, Latency: late, OrderID: "c", Confirmed: true},
+		{Code: http.StatusServiceUnavailable, Latency: fast, Failure: FailUnavail},
+	}
+	s := Summarize("checkout", samples, time.Second, time.Second)
+	if s.OK != 4 || s.Accepted != 3 || s.Confirmed != 2 || s.Good != 2 || s.Goodput != 2 {
+		t.Errorf("summary %+v: want 4 ok, 3 accepted of which 2 confirmed, 2 good (the 201 and the confirmed 202 in time)", s)
+	}
+	if got := Figures["accepted"](s); got != 0.6 {
+		t.Errorf("accepted figure = %v, want 3 of 5", got)
+	}
+	secs := perSecond(samples, time.Time{}, time.Second)
+	if len(secs) != 1 || secs[0].Good != 2 {
+		t.Errorf("per second %+v: want the same 2 good", secs)
+	}
+}
+
+// The generator takes a 202's order from its Location (or its body), and
+// after the run the runner reads each accepted order through the public
+// API: confirmed ones become good, the rest do not.
+func TestAcceptedCheckoutsAreConfirmedThroughTheAPI(t *testing.T) {
+	var reads atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/checkout":
+			seq := r.Header.Get("Idempotency-Key")
+			id := "ord_" + seq[len(seq)-1:]
+			if seq[len(seq)-1]%2 == 0 {
+				w.Header().Set("Location", "/api/orders/"+id)
+			}
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = w.Write([]byte(`{"status":"processing","order_id":"` + id + `"}`))
+		default:
+			reads.Add(1)
+			id := r.URL.Path[len("/api/orders/"):]
+			status := "payment_pending"
+			if id[len(id)-1]%2 == 0 {
+				status = "confirmed"
+			}
+			_, _ = w.Write([]byte(`{"order_id":"` + id + `","status":"` + status + `"}`))
+		}
+	}))
+	defer srv.Close()
+	got, err := Run(context.Background(), Options{Base: srv.URL, Duration: 400 * time.Millisecond},
+		Class{Name: "checkout", Rate: 10, Deadline: time.Second, Request: CheckoutRequest("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phased := []phaseRun{{samples: got}}
+	confirmAccepted(context.Background(), srv.URL, 10*time.Millisecond, phased)
+	samples := phased[0].samples["checkout"]
+	if len(samples) < 2 || reads.Load() != int64(len(samples)) {
+		t.Fatalf("%d samples, %d orders read: want one read per accepted checkout", len(samples), reads.Load())
+	}
+	for _, s := range samples {
+		want := s.OrderID[len(s.OrderID)-1]%2 == 0
+		if s.Code != http.StatusAccepted || s.OrderID != "ord_"+string(rune('0'+s.Seq)) || s.Confirmed != want {
+			t.Errorf("sample %+v: want 202 for ord_%d, confirmed %v", s, s.Seq, want)
 		}
 	}
 }

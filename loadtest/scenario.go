@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,8 +34,11 @@ type Scenario struct {
 	// client still waits to measure a late answer.
 	Deadline Duration `yaml:"deadline"`
 	Patience Duration `yaml:"patience"`
-	// Client is how the clients behave past one try.
-	Client ClientSpec `yaml:"client"`
+	// Client is how the clients behave past one try; Clients, by mode,
+	// replaces it in that mode (a budgeted system's clients may retry as
+	// its services do).
+	Client  ClientSpec               `yaml:"client"`
+	Clients map[mode.Mode]ClientSpec `yaml:"clients"`
 	// Classes are the traffic: rates per second by class.
 	Classes map[string]ClassSpec `yaml:"classes"`
 	Phases  []Phase              `yaml:"phases"`
@@ -59,6 +63,35 @@ type ClientSpec struct {
 	// gives that try up and sends the request again; 0 waits out its
 	// whole patience on the first try.
 	AttemptTimeout Duration `yaml:"attempt_timeout"`
+	// BudgetAware: a client that waits at least what an answer's
+	// Retry-After asks, and makes no try that could not start before its
+	// deadline. Otherwise it retries blind.
+	BudgetAware bool `yaml:"budget_aware"`
+}
+
+// ClientFor is how the clients behave in mode m.
+func (s Scenario) ClientFor(m mode.Mode) ClientSpec {
+	if c, ok := s.Clients[m]; ok {
+		return c
+	}
+	return s.Client
+}
+
+func (c ClientSpec) validate() []error {
+	var errs []error
+	if c.Retries < 0 || c.Retries > 10 {
+		errs = append(errs, fmt.Errorf("retries %d is outside 0 to 10", c.Retries))
+	}
+	if c.Backoff < 0 || c.AttemptTimeout < 0 {
+		errs = append(errs, errors.New("backoff and attempt_timeout must not be negative"))
+	}
+	if c.AttemptTimeout > 0 && c.Retries == 0 {
+		errs = append(errs, errors.New("attempt_timeout needs retries"))
+	}
+	if c.BudgetAware && c.Retries == 0 {
+		errs = append(errs, errors.New("budget_aware needs retries"))
+	}
+	return errs
 }
 
 // ClassSpec is one kind of request the generator sends.
@@ -156,13 +189,21 @@ func (s Scenario) Validate() error {
 			errs = append(errs, fmt.Errorf("class %q: deadline %v is outside 0 to 1h", name, time.Duration(c.Deadline)))
 		}
 		if c.Client != nil {
-			if err := c.Client.validate(); err != nil {
-				errs = append(errs, fmt.Errorf("class %q: %w", name, err))
+			for _, err := range c.Client.validate() {
+				errs = append(errs, fmt.Errorf("class %q: client.%w", name, err))
 			}
 		}
 	}
-	if err := s.Client.validate(); err != nil {
-		errs = append(errs, err)
+	for _, err := range s.Client.validate() {
+		errs = append(errs, fmt.Errorf("client.%w", err))
+	}
+	for _, m := range slices.Sorted(maps.Keys(s.Clients)) {
+		if !slices.Contains(s.Modes, m) {
+			errs = append(errs, fmt.Errorf("clients: mode %q is not one the scenario runs", m))
+		}
+		for _, err := range s.Clients[m].validate() {
+			errs = append(errs, fmt.Errorf("clients.%s.%w", m, err))
+		}
 	}
 	if len(s.Phases) == 0 {
 		errs = append(errs, errors.New("at least one phase is required"))
@@ -200,20 +241,6 @@ func (s Scenario) Validate() error {
 		if err := o.Set(s.Shop.Mechanisms); err != nil {
 			errs = append(errs, fmt.Errorf("shop.mechanisms: %w", err))
 		}
-	}
-	return errors.Join(errs...)
-}
-
-func (c ClientSpec) validate() error {
-	var errs []error
-	if c.Retries < 0 || c.Retries > 10 {
-		errs = append(errs, fmt.Errorf("client.retries %d is outside 0 to 10", c.Retries))
-	}
-	if c.Backoff < 0 || c.AttemptTimeout < 0 {
-		errs = append(errs, errors.New("client.backoff and client.attempt_timeout must not be negative"))
-	}
-	if c.AttemptTimeout > 0 && c.Retries == 0 {
-		errs = append(errs, errors.New("client.attempt_timeout needs client.retries"))
 	}
 	return errors.Join(errs...)
 }

@@ -3,6 +3,9 @@ package loadtest
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/mode"
 )
 
 // A phase's faults name methods the service simulates, spelt as the
@@ -30,6 +33,41 @@ phases:
 			t.Errorf("%s: %v", faults, err)
 		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
 			t.Errorf("%s: got %v, want an error containing %q", faults, err, want)
+		}
+	}
+}
+
+// A mode may have clients of its own: clients.<mode> replaces client in
+// that mode, and each is validated.
+func TestScenarioClientsByMode(t *testing.T) {
+	sc, err := ParseScenario([]byte(`name: x
+deadline: 1s
+client: {retries: 2, backoff: 50ms}
+clients:
+  budgeted: {retries: 2, backoff: 50ms, budget_aware: true}
+classes: {checkout: {rate: 10}}
+phases: [{name: calm, duration: 1s}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sc.Phases[0]
+	naive, budgeted := sc.phaseClasses(p, mode.Naive, "k", "none")[0], sc.phaseClasses(p, mode.Budgeted, "k", "none")[0]
+	if naive.Retries != 2 || naive.BudgetAware || budgeted.Retries != 2 || !budgeted.BudgetAware || budgeted.RetryBackoff != 50*time.Millisecond {
+		t.Errorf("naive client %+v, budgeted %+v; want both 2 retries, budgeted's budget-aware", naive, budgeted)
+	}
+
+	base := "name: x\ndeadline: 1s\nclasses: {checkout: {rate: 10}}\nphases: [{name: calm, duration: 1s}]\n"
+	for extra, want := range map[string]string{
+		"clients: {turbo: {retries: 1}}":            `clients: mode "turbo" is not one the scenario runs`,
+		"clients: {budgeted: {budget_aware: true}}": "clients.budgeted.budget_aware needs retries",
+		"clients: {naive: {retries: 11}}":           "clients.naive.retries 11 is outside 0 to 10",
+		"client: {retries: -1}":                     "client.retries -1 is outside 0 to 10",
+		"client: {attempt_timeout: 1s}":             "client.attempt_timeout needs retries",
+	} {
+		_, err := ParseScenario([]byte(base + extra))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error containing %q", extra, err, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"math"
+	"net/http"
 	"slices"
 	"time"
 )
@@ -10,9 +11,16 @@ import (
 type Summary struct {
 	Class    string `json:"class"`
 	Requests int    `json:"requests"`
-	// OK counts 2xx answers; Good counts those within the deadline.
+	// OK counts 2xx answers; Good counts the final ones within the
+	// deadline (Sample.Good).
 	OK   int `json:"ok"`
 	Good int `json:"good"`
+	// Accepted counts the 202 processing answers among OK: the shop took
+	// the checkout without knowing its outcome. Confirmed counts those
+	// whose order was confirmed by the end of the run; the others are not
+	// good, however fast they came.
+	Accepted  int `json:"accepted"`
+	Confirmed int `json:"accepted_confirmed"`
 	// SuccessRatio is Good / Requests.
 	SuccessRatio float64 `json:"success_ratio"`
 	// Goodput is good answers per second of the run.
@@ -33,25 +41,30 @@ type Summary struct {
 	DegradedRatio float64 `json:"degraded_ratio"`
 }
 
-// Summarize computes a class's figures. A request is good when it
-// succeeded within deadline; the run lasted duration.
+// Summarize computes a class's figures. A request is good when it got a
+// final answer within deadline (Sample.Good); the run lasted duration.
 func Summarize(class string, samples []Sample, deadline, duration time.Duration) Summary {
 	s := Summary{Class: class, Requests: len(samples), Failures: map[string]int{}}
 	lat := make([]time.Duration, 0, len(samples))
 	for _, x := range samples {
 		lat = append(lat, x.Latency)
 		s.ClientRetries += max(x.Attempts-1, 0)
-		switch {
-		case x.Failure != "":
+		if x.Failure != "" {
 			s.Failures[x.Failure]++
-		case x.Latency <= deadline:
-			s.OK++
+			continue
+		}
+		s.OK++
+		if x.Code == http.StatusAccepted {
+			s.Accepted++
+			if x.Confirmed {
+				s.Confirmed++
+			}
+		}
+		if x.Good(deadline) {
 			s.Good++
 			if x.Degraded {
 				s.Degraded++
 			}
-		default:
-			s.OK++
 		}
 	}
 	if len(samples) == 0 {

@@ -526,3 +526,35 @@ func assertBalanced(t *testing.T, page string) {
 		}
 	}
 }
+
+// 202 processing answers are shown apart, in the table and the HTML
+// report: how many came, and how many of their orders were confirmed.
+func TestReportsShowProcessingApart(t *testing.T) {
+	r := sampleResults()
+	for i, accepted := range []int{0, 40} {
+		r.Modes[i].Classes[0].Accepted, r.Modes[i].Classes[0].Confirmed = accepted, accepted*3/4
+	}
+	var b strings.Builder
+	WriteTable(&b, r)
+	lines := strings.Split(b.String(), "\n")
+	for _, want := range [][]string{
+		{"202 processing", "0", "40", "-"},
+		{"202 confirmed later", "0", "30", "-"},
+	} {
+		if !hasRow(lines, want) {
+			t.Errorf("table has no row %q:\n%s", want, b.String())
+		}
+	}
+	page := renderHTML(t, r)
+	for _, want := range []string{"202 processing", "202 confirmed later"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("HTML report lacks %q", want)
+		}
+	}
+	// Where no mode had one, the rows are left out.
+	b.Reset()
+	WriteTable(&b, sampleResults())
+	if strings.Contains(b.String(), "202 processing") || strings.Contains(b.String(), "confirmed later") {
+		t.Errorf("a run without 202s shows 202 rows:\n%s", b.String())
+	}
+}

@@ -144,6 +144,12 @@ func (c comparison) classSection(class string, sums []*loadtest.Summary) tableSe
 	if slices.ContainsFunc(sums, func(s *loadtest.Summary) bool { return s != nil && s.Degraded > 0 }) {
 		add("good but degraded", true, dirNeutral, "%.0f", func(s loadtest.Summary) float64 { return float64(s.Degraded) })
 	}
+	if slices.ContainsFunc(sums, func(s *loadtest.Summary) bool { return s != nil && s.Accepted > 0 }) {
+		// A 202 processing is no final answer: good only once its order
+		// is confirmed, so the two are shown apart.
+		add("202 processing", true, dirNeutral, "%.0f", func(s loadtest.Summary) float64 { return float64(s.Accepted) })
+		add("202 confirmed later", true, dirHigher, "%.0f", func(s loadtest.Summary) float64 { return float64(s.Confirmed) })
+	}
 	if slices.ContainsFunc(sums, func(s *loadtest.Summary) bool { return s != nil && s.ClientRetries > 0 }) {
 		add("client retries", true, dirLower, "%.0f", func(s loadtest.Summary) float64 { return float64(s.ClientRetries) })
 	}
