@@ -37,8 +37,10 @@ type Check struct {
 	Class string `yaml:"class" json:"class"`
 	// Figure is one of Figures' keys.
 	Figure string `yaml:"figure" json:"figure"`
-	// Service names the service of a server figure.
+	// Service names the service of a server figure; Method, optional,
+	// one of its gRPC methods ("CreateCharge"): that method's calls alone.
 	Service string   `yaml:"service" json:"service,omitempty"`
+	Method  string   `yaml:"method" json:"method,omitempty"`
 	AtLeast *float64 `yaml:"at_least" json:"at_least,omitempty"`
 	AtMost  *float64 `yaml:"at_most" json:"at_most,omitempty"`
 	Of      *CheckOf `yaml:"of" json:"of,omitempty"`
@@ -87,8 +89,13 @@ var Figures = map[string]func(Summary) float64{
 // ServerFigureNames are the server figures a check can name: what the
 // services counted over a span (ServerFigures) for service, divided by the
 // requests of the check's class sent in it.
-var ServerFigureNames = map[string]func(f ServerFigures, service string) float64{
-	"calls_per_request": func(f ServerFigures, svc string) float64 { return f.Calls[svc] },
+var ServerFigureNames = map[string]func(f ServerFigures, service, method string) float64{
+	"calls_per_request": func(f ServerFigures, svc, method string) float64 {
+		if method != "" {
+			return f.MethodCalls[svc+"/"+method]
+		}
+		return f.Calls[svc]
+	},
 }
 
 func (c Check) validate(s Scenario) error {
@@ -111,8 +118,10 @@ func (c Check) validate(s Scenario) error {
 		errs = append(errs, fmt.Errorf("figure %q: want one of %s", c.Figure, strings.Join(names, ", ")))
 	case server && !slices.Contains(faults.Services(), c.Service):
 		errs = append(errs, fmt.Errorf("figure %s needs a service, one of %s", c.Figure, faults.ServiceList()))
-	case client && c.Service != "":
-		errs = append(errs, fmt.Errorf("figure %s is the clients', not a service's: drop service", c.Figure))
+	case client && (c.Service != "" || c.Method != ""):
+		errs = append(errs, fmt.Errorf("figure %s is the clients', not a service's: drop service and method", c.Figure))
+	case strings.ContainsAny(c.Method, "/ "):
+		errs = append(errs, fmt.Errorf("method %q: give the gRPC method's short name, such as CreateCharge", c.Method))
 	}
 	if (c.AtLeast == nil) == (c.AtMost == nil) {
 		errs = append(errs, errors.New("exactly one of at_least and at_most is required"))
@@ -149,7 +158,7 @@ func Evaluate(checks []Check, r Results) []CheckResult {
 
 func (c Check) evaluate(r Results) CheckResult {
 	res := CheckResult{Check: c}
-	v, err := r.figure(c.Mode, c.Phase, c.Class, c.Figure, c.Service)
+	v, err := r.figure(c.Mode, c.Phase, c.Class, c.Figure, c.Service, c.Method)
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -170,7 +179,7 @@ func (c Check) evaluate(r Results) CheckResult {
 		if c.Of.Phase != "" {
 			p = c.Of.Phase
 		}
-		ref, err := r.figure(m, p, c.Class, c.Figure, c.Service)
+		ref, err := r.figure(m, p, c.Class, c.Figure, c.Service, c.Method)
 		if err != nil {
 			res.Error = err.Error()
 			return res
@@ -187,7 +196,7 @@ func (c Check) evaluate(r Results) CheckResult {
 
 // figure reads one figure of one class in one mode, over the whole run
 // (phase "") or over one phase; a server figure is service's.
-func (r Results) figure(mode, phase, class, figure, service string) (float64, error) {
+func (r Results) figure(mode, phase, class, figure, service, method string) (float64, error) {
 	i := slices.IndexFunc(r.Modes, func(m ModeResult) bool { return m.Mode == mode })
 	if i < 0 {
 		return math.NaN(), fmt.Errorf("mode %s did not run", mode)
@@ -208,7 +217,7 @@ func (r Results) figure(mode, phase, class, figure, service string) (float64, er
 		if sums[k].Requests == 0 {
 			return math.NaN(), fmt.Errorf("class %s sent nothing in %s mode", class, mode)
 		}
-		return f(server, service) / float64(sums[k].Requests), nil
+		return f(server, service, method) / float64(sums[k].Requests), nil
 	}
 	f, ok := Figures[figure]
 	if !ok {

@@ -34,7 +34,8 @@ func phasedResults() Results {
 	// What payments counted in the faulty phase: per checkout, 27 calls
 	// naive, 2 budgeted (the browse requests are not in the divisor).
 	r.Modes[0].Phases[1].Server = ServerFigures{Calls: map[string]float64{"payments": 2700}}
-	r.Modes[1].Phases[1].Server = ServerFigures{Calls: map[string]float64{"payments": 200}}
+	r.Modes[1].Phases[1].Server = ServerFigures{Calls: map[string]float64{"payments": 200},
+		MethodCalls: map[string]float64{"payments/CreateCharge": 110, "payments/ScreenOrder": 90}}
 	return r
 }
 
@@ -57,6 +58,7 @@ func TestEvaluateChecks(t *testing.T) {
 		{"a service's calls per request of the class, in a phase", Check{Mode: "naive", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtLeast: ptr(20)}, true, 27, 20},
 		{"a service's calls per request, over the bound", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtMost: ptr(1.5)}, false, 2, 1.5},
 		{"a service's calls per request, whole run", Check{Mode: "budgeted", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtMost: ptr(1.5)}, true, 0.5, 1.5},
+		{"one method's calls per request", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", Method: "CreateCharge", AtMost: ptr(1.5)}, true, 1.1, 1.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.check.Name = tc.name
@@ -89,19 +91,21 @@ phases: [{name: calm, duration: 1s}]
 checks:
 `
 	for check, want := range map[string]string{
-		`  - {name: a, mode: budgeted, class: checkout, figure: p999_ms, at_most: 1010}`:                             "",
-		`  - {name: a, mode: budgeted, class: checkout, figure: p999_ms}`:                                            "exactly one of at_least and at_most",
-		`  - {name: a, mode: fast, class: checkout, figure: p999_ms, at_most: 1}`:                                    `mode "fast"`,
-		`  - {name: a, mode: budgeted, class: browse, figure: p999_ms, at_most: 1}`:                                  `class "browse"`,
-		`  - {name: a, mode: budgeted, class: checkout, figure: p42, at_most: 1}`:                                    `figure "p42"`,
-		`  - {name: a, mode: budgeted, phase: storm, class: checkout, figure: goodput, at_least: 1}`:                 `phase "storm"`,
-		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, at_least: 1, of: {}}`:                       "name a mode or a phase",
-		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, at_least: 1, of: {mode: turbo}}`:            `mode "turbo"`,
-		`  - {mode: budgeted, class: checkout, figure: goodput, at_least: 1}`:                                        "name is required",
-		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, service: payments, at_most: 1.5}`: "",
-		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, at_most: 1.5}`:                    "needs a service",
-		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, service: bank, at_most: 1.5}`:     "needs a service",
-		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, service: payments, at_least: 1}`:            "drop service",
+		`  - {name: a, mode: budgeted, class: checkout, figure: p999_ms, at_most: 1010}`:                                                    "",
+		`  - {name: a, mode: budgeted, class: checkout, figure: p999_ms}`:                                                                   "exactly one of at_least and at_most",
+		`  - {name: a, mode: fast, class: checkout, figure: p999_ms, at_most: 1}`:                                                           `mode "fast"`,
+		`  - {name: a, mode: budgeted, class: browse, figure: p999_ms, at_most: 1}`:                                                         `class "browse"`,
+		`  - {name: a, mode: budgeted, class: checkout, figure: p42, at_most: 1}`:                                                           `figure "p42"`,
+		`  - {name: a, mode: budgeted, phase: storm, class: checkout, figure: goodput, at_least: 1}`:                                        `phase "storm"`,
+		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, at_least: 1, of: {}}`:                                              "name a mode or a phase",
+		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, at_least: 1, of: {mode: turbo}}`:                                   `mode "turbo"`,
+		`  - {mode: budgeted, class: checkout, figure: goodput, at_least: 1}`:                                                               "name is required",
+		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, service: payments, at_most: 1.5}`:                        "",
+		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, at_most: 1.5}`:                                           "needs a service",
+		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, service: bank, at_most: 1.5}`:                            "needs a service",
+		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, service: payments, at_least: 1}`:                                   "drop service",
+		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, service: payments, method: CreateCharge, at_most: 1.5}`:  "",
+		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, service: payments, method: /x/CreateCharge, at_most: 1}`: "short name",
 	} {
 		_, err := ParseScenario([]byte(base + check))
 		switch {

@@ -84,7 +84,9 @@ type ServerFigures struct {
 	// Amplification is that per user request sent.
 	Calls         map[string]float64 `json:"calls"`
 	Amplification map[string]float64 `json:"amplification"`
-	Retries       float64            `json:"retries"`
+	// MethodCalls are Calls by "service/Method" ("payments/CreateCharge").
+	MethodCalls map[string]float64 `json:"method_calls,omitempty"`
+	Retries     float64            `json:"retries"`
 	// DuplicateCharges are charges beyond one per logical checkout.
 	DuplicateCharges float64 `json:"duplicate_charges"`
 	// CPUSecondsPerGoodCheckout is the process's CPU time during the run

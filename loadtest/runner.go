@@ -490,6 +490,14 @@ func serverFigures(before, after Counters, requests int) ServerFigures {
 		Calls:            map[string]float64{},
 		Amplification:    map[string]float64{},
 	}
+	for m, v := range after.Methods {
+		if d := v - before.Methods[m]; d > 0 {
+			if s.MethodCalls == nil {
+				s.MethodCalls = map[string]float64{}
+			}
+			s.MethodCalls[m] = d
+		}
+	}
 	for reason, v := range after.Skipped {
 		if d := v - before.Skipped[reason]; d > 0 {
 			s.Skipped[reason] = d

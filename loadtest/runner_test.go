@@ -26,12 +26,15 @@ func TestServerFiguresAreTheCountersGrowth(t *testing.T) {
 		Skipped:  map[string]float64{"breaker_open": 30, "expired": 5, "budget_floor": 2},
 		Requests: map[string]float64{"gateway": 150, "orders": 150, "shipping": 400},
 	}
+	before.Methods = map[string]float64{"payments/CreateCharge": 10, "payments/ScreenOrder": 10}
+	after.Methods = map[string]float64{"payments/CreateCharge": 37, "payments/ScreenOrder": 10, "payments/GetCharge": 2}
 	got := serverFigures(before, after, 50)
 	want := ServerFigures{
 		LateCompletions: 3, LateWorkSeconds: 1.5, BreakerOpens: 1, PoolRejections: 0, Retries: 10, DuplicateCharges: 2,
 		Skipped:       map[string]float64{"breaker_open": 20, "budget_floor": 2},
 		Calls:         map[string]float64{"orders": 50, "shipping": 100},
 		Amplification: map[string]float64{"orders": 1, "shipping": 2},
+		MethodCalls:   map[string]float64{"payments/CreateCharge": 27, "payments/GetCharge": 2},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("serverFigures =\n%+v\nwant\n%+v", got, want)

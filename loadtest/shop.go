@@ -42,8 +42,10 @@ type Counters struct {
 	DuplicateCharges float64
 	// Skipped counts calls and requests not served, by reason.
 	Skipped map[string]float64
-	// Requests counts the requests each service received, by service.
+	// Requests counts the requests each service received, by service;
+	// Methods by "service/Method" (the gRPC method's short name).
 	Requests map[string]float64
+	Methods  map[string]float64
 }
 
 // Gauges are the services' gauges at one moment.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -150,7 +151,7 @@ func (s *Shop) Counters(ctx context.Context) (loadtest.Counters, error) {
 	if err != nil {
 		return loadtest.Counters{}, err
 	}
-	c := loadtest.Counters{Skipped: map[string]float64{}, Requests: map[string]float64{}}
+	c := loadtest.Counters{Skipped: map[string]float64{}, Requests: map[string]float64{}, Methods: map[string]float64{}}
 	for svc, f := range all {
 		c.LateCompletions += f.Sum(telemetry.NameLateCompletions, nil)
 		c.LateWorkSeconds += f.Sum(telemetry.NameLateWork, nil)
@@ -161,6 +162,9 @@ func (s *Shop) Counters(ctx context.Context) (loadtest.Counters, error) {
 			c.Skipped[reason] += v
 		}
 		c.Requests[svc] = f.Sum(telemetry.NameRequests, nil)
+		for method, v := range f.ByLabel(telemetry.NameRequests, "method") {
+			c.Methods[svc+"/"+path.Base(method)] += v
+		}
 	}
 	c.DuplicateCharges = all["payments"].Sum("mercado_duplicate_charges", nil)
 	return c, nil

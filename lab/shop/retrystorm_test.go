@@ -22,7 +22,7 @@ import (
 func TestRefusingPaymentsMultipliesOnlyInNaiveMode(t *testing.T) {
 	for _, tt := range []struct {
 		mode     mode.Mode
-		min, max float64 // payments calls for the one checkout
+		min, max float64 // charges payments was asked for, for the one checkout
 	}{
 		{mode.Naive, 9, 9},
 		{mode.Budgeted, 1, 3},
@@ -51,9 +51,10 @@ func TestRefusingPaymentsMultipliesOnlyInNaiveMode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			calls := after.Requests[faults.ServicePayments] - before.Requests[faults.ServicePayments]
+			const charge = faults.ServicePayments + "/" + faults.PaymentsCreateCharge
+			calls := after.Methods[charge] - before.Methods[charge]
 			if calls < tt.min || calls > tt.max {
-				t.Errorf("payments received %v calls for one checkout, want %v to %v", calls, tt.min, tt.max)
+				t.Errorf("payments received %v charges for one checkout, want %v to %v", calls, tt.min, tt.max)
 			}
 			if ch, err := d.Charges(ctx); err != nil || ch.Charges != 0 {
 				t.Errorf("charges = %+v, %v; want none: every try was refused", ch, err)
