@@ -1,11 +1,17 @@
 package gateway_test
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 	"github.com/mercado-lab/mercado/services/gateway"
 )
@@ -112,4 +118,59 @@ func TestClassBudgetFlagsValidate(t *testing.T) {
 	if err := gateway.DefaultConfig().Validate(); err != nil {
 		t.Errorf("the defaults do not validate: %v", err)
 	}
+}
+
+// A batch export whose page finds catalog's workers all busy is refused
+// there (batch first), and the export asks for the page again after a
+// backoff: it completes once shoppers leave it room, counting the
+// refusals.
+func TestExportWaitsOutAFullCatalog(t *testing.T) {
+	cfg := shop.EphemeralConfig()
+	own := cfg.Shared
+	own.Resilience.Workers = 2
+	cfg.Catalog.Shared = own
+	cfg.Catalog.Faults = faults.Set{faults.CatalogListProducts: {Latency: 500 * time.Millisecond}}
+	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	a := api{base: s.GatewayURL(), c: &http.Client{Timeout: 10 * time.Second}}
+
+	// Two shoppers browsing hold both of catalog's workers for 500 ms.
+	for range 2 {
+		go a.get(t, "/api/products", nil)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for catalogInFlight(t, s.Catalog.AdminAddr) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the browses never held both catalog workers")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r := a.get(t, "/api/catalog/export", map[string]string{"X-Request-Class": "batch"})
+	if r.code != http.StatusOK {
+		t.Fatalf("export = %d %s, want 200", r.code, r.body)
+	}
+	if e := decode[gateway.Export](t, r); len(e.Products) != 6 || e.Refused < 1 {
+		t.Errorf("export = %d products, %d refusals; want 6, and at least one refusal while catalog was full", len(e.Products), e.Refused)
+	}
+}
+
+// catalogInFlight reads catalog's worker pool's in-flight gauge.
+func catalogInFlight(t *testing.T, adminAddr string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + adminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, `mercado_pool_in_flight{pool="workers"`) {
+			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			return v
+		}
+	}
+	return 0
 }
