@@ -11,7 +11,7 @@ import (
 	shippingv1 "github.com/mercado-lab/mercado/proto/shipping/v1"
 )
 
-// The gRPC adapters of the four dependencies. They translate; errors come
+// The gRPC adapters of the six dependencies. They translate; errors come
 // back as the dependency's gRPC status for the service to classify.
 //
 // Every call below passes its dependency's resilience.ClientChain
@@ -20,7 +20,7 @@ import (
 // timeout. Budgeted: min(cap, remaining − margin), and no call at all with
 // less than the floor left. Naive: the dependency's cap, whatever is left.
 // The caps are config.go's (--catalog-cap, --fraud-cap, --payments-cap,
-// --shipping-cap).
+// --shipping-cap, --estimate-cap) and the audit trail's AuditTimeout.
 
 type catalogClient struct {
 	c catalogv1.CatalogServiceClient
