@@ -143,8 +143,8 @@ type IsolationMode struct {
 	Skipped map[string]int `json:"skipped"`
 	// LateWorkSeconds is work finished after the client had given up.
 	LateWorkSeconds float64 `json:"late_work_seconds"`
-	// Amplification is the calls shipping received per checkout sent,
-	// while the carrier hung.
+	// Amplification is the bookings (CreateShipment calls) shipping
+	// received per checkout sent, while the carrier hung.
 	Amplification float64 `json:"amplification"`
 	// Failures counts failed checkouts and browses by class of failure.
 	CheckoutFailures map[string]int `json:"checkout_failures"`
@@ -214,7 +214,9 @@ func isolationView(cfg IsolationConfig, run loadtest.Results) (IsolationResult, 
 			m.out.Skipped[reason] = int(n)
 		}
 		if checkout.Requests > 0 {
-			m.out.Amplification = hang.Server.Calls["shipping"] / float64(checkout.Requests)
+			// The bookings alone: shipping also quotes the delivery, a
+			// call of its own that the hang leaves alone.
+			m.out.Amplification = hang.Server.MethodCalls[shippingBookings] / float64(checkout.Requests)
 		}
 	}
 	return res, nil
@@ -295,3 +297,7 @@ func skipReasons(maps ...map[string]int) []string {
 	sort.Strings(out)
 	return out
 }
+
+// shippingBookings names shipping's bookings among the calls a server
+// figure counts by method.
+var shippingBookings = faults.ServiceShipping + "/" + faults.ShippingCreateShipment

@@ -120,7 +120,8 @@ func TestIsolationView(t *testing.T) {
 	phase := func(name string, checkout, browse loadtest.Summary, shippingCalls float64) loadtest.PhaseSpan {
 		checkout.Class, browse.Class = "checkout", "browse"
 		return loadtest.PhaseSpan{Name: name, Classes: []loadtest.Summary{checkout, browse},
-			Server: loadtest.ServerFigures{Calls: map[string]float64{"shipping": shippingCalls}}}
+			Server: loadtest.ServerFigures{Calls: map[string]float64{"shipping": 2 * shippingCalls},
+				MethodCalls: map[string]float64{"shipping/CreateShipment": shippingCalls, "shipping/EstimateDelivery": shippingCalls}}}
 	}
 	calm := phase("calm", loadtest.Summary{Requests: 300, Good: 300, SuccessRatio: 1}, loadtest.Summary{Requests: 60, SuccessRatio: 1}, 300)
 	run := loadtest.Results{Scenario: "drill76", Modes: []loadtest.ModeResult{
