@@ -29,6 +29,7 @@ Usage:
   mercado load --gateway URL --admin URL --scenario NAME|FILE
   mercado mode [naive|budgeted] [flags]       (a running shop)
   mercado fault <service> [flags]             (a running service)
+  mercado budget <plan|check> [flags]         (plan an allocation, check the guardrails)
   mercado healthcheck URL                     (exit 0 when URL answers 200; for images)
   mercado version
   mercado help
@@ -85,6 +86,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runMode(ctx, rest, getenv, stdout, stderr)
 	case "fault":
 		return runFault(ctx, rest, getenv, stdout, stderr)
+	case "budget":
+		return runBudget(ctx, rest, getenv, stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, rest, stdout, stderr)
 	case "version", "--version":

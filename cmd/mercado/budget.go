@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/mercado-lab/mercado/internal/budget"
+)
+
+const budgetUsage = `Usage: mercado budget <plan|check> [flags]
+
+Timeout budgets, planned and checked (docs/budgets.md):
+
+  plan FILE    divide a target along a call graph in proportion to p99
+  check        the guardrails over the shop's configuration
+
+Run a subcommand with --help to see its flags.
+`
+
+func runBudget(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, budgetUsage)
+		return usagef("budget: name a subcommand: plan or check")
+	}
+	switch sub, rest := args[0], args[1:]; sub {
+	case "plan":
+		return runBudgetPlan(ctx, rest, getenv, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, budgetUsage)
+		return nil
+	default:
+		return usagef("budget: unknown subcommand %q (want plan or check)", sub)
+	}
+}
+
+const budgetPlanUsage = `Usage: mercado budget plan FILE [flags]
+
+Reads a call graph in YAML and prints the allocation: available = target −
+edge − own − reserve, divided in proportion to p99 along the critical path
+(the sum along seq, the max across par). Exits 1 when the critical path
+does not fit, with the redesigns that would.
+
+  target: 800ms        # what the caller will wait
+  edge: 20ms           # edge overhead (TLS, auth, parsing)
+  own: 0ms             # this service's own work and response assembly
+  reserve: 130ms       # cleanup after a timeout, jitter, margin
+  margin: 0ms          # optional per-hop margin
+  graph:               # seq: in series; par: in parallel; call: a dependency
+    seq:
+      - call: {name: auth, p99: 70ms}
+      - par:
+          - call: {name: catalog, p99: 220ms}
+          - call: {name: fraud, p99: 300ms, criticality: critical}
+      - call: {name: recommendations, p99: 60ms, criticality: optional}
+
+Criticality: critical (the default), optional, deferred or fire-forward.
+
+Flags:
+`
+
+func runBudgetPlan(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mercado budget plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), budgetPlanUsage); fs.PrintDefaults() }
+	asJSON := fs.Bool("json", false, "print the plan as JSON")
+	// The file comes first; flags may follow it.
+	file := ""
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		file, args = args[0], args[1:]
+	}
+	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+		return err
+	}
+	if file == "" {
+		return usagef("budget plan: name a call graph file (--help shows its shape)")
+	}
+	r, err := os.Open(file)
+	if err != nil {
+		return usagef("budget plan: %w", err)
+	}
+	defer r.Close()
+	f, err := budget.Parse(file, r, false)
+	if err != nil {
+		return usagef("budget plan: %w", err)
+	}
+	p := budget.Make(f)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(p); err != nil {
+			return err
+		}
+	} else if err := p.WriteTable(stdout); err != nil {
+		return err
+	}
+	if !p.Fits {
+		return fmt.Errorf("budget plan: %s: the critical path does not fit (%d ms p99, %d ms available)", file, p.CriticalPathP99Ms, p.AvailableMs)
+	}
+	return nil
+}
