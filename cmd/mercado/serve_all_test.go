@@ -46,9 +46,10 @@ type flagCase struct {
 // those `serve all` refuses (refusedUnderAll); TestServeFlagTablesAreComplete
 // holds both tables to the help, so that a new flag cannot be forgotten.
 var flagCases = map[string]flagCase{
-	"mode":   {value: "naive", check: modeShows("mode", "naive")},
-	"margin": {value: "7ms", check: modeShows("margin_ms", float64(7))},
-	"floor":  {value: "30ms", check: modeShows("floor_ms", float64(30))},
+	"mode":            {value: "naive", check: modeShows("mode", "naive")},
+	"margin":          {value: "7ms", check: modeShows("margin_ms", float64(7))},
+	"floor":           {value: "30ms", check: modeShows("floor_ms", float64(30))},
+	"connect-timeout": {value: "1.5s", check: modeShows("connect_timeout_ms", float64(1500))},
 	"mechanisms": {value: "breakers=off", shows: "breakers=false", check: func(t *testing.T, name string, s running) {
 		if got := adminMode(t, s)["mechanisms"].(map[string]any)["breakers"]; got != false {
 			t.Errorf("%s: GET /admin/mode shows breakers %v, want false", name, got)

@@ -135,12 +135,16 @@ type ModeView struct {
 	Mechanisms mode.Mechanisms `json:"mechanisms"`
 	MarginMS   int64           `json:"margin_ms"`
 	FloorMS    int64           `json:"floor_ms"`
+	// ConnectTimeoutMS is the connect timeout configured; it bounds a
+	// connection attempt while mechanisms.connect_timeout is on.
+	ConnectTimeoutMS int64 `json:"connect_timeout_ms"`
 }
 
 func (a *api) view() ModeView {
 	s := a.Settings.Load()
 	return ModeView{Service: a.Service, Mode: s.Mode, Mechanisms: s.Mechanisms,
-		MarginMS: s.Margin.Milliseconds(), FloorMS: s.Floor.Milliseconds()}
+		MarginMS: s.Margin.Milliseconds(), FloorMS: s.Floor.Milliseconds(),
+		ConnectTimeoutMS: s.Connect.Milliseconds()}
 }
 
 func (a *api) getMode(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package dial
 
 import (
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -20,6 +21,10 @@ type Options struct {
 	// StatsHandler observes every call at the transport, after the
 	// interceptors: the tracing's client handler. Nil installs none.
 	StatsHandler stats.Handler
+	// ConnectTimeout, when set, is asked on every connection attempt for
+	// the bound on it (connect.go); zero, or a nil func, leaves gRPC's
+	// default.
+	ConnectTimeout func() time.Duration
 }
 
 // Conn opens a client connection to target (host:port) and starts
@@ -32,6 +37,9 @@ func Conn(target string, o Options) (*grpc.ClientConn, error) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes), grpc.MaxCallSendMsgSize(maxMessageBytes)),
 		grpc.WithChainUnaryInterceptor(o.Interceptors...),
+	}
+	if o.ConnectTimeout != nil {
+		opts = append(opts, grpc.WithContextDialer(connectDialer(o.ConnectTimeout)))
 	}
 	if o.StatsHandler != nil {
 		opts = append(opts, grpc.WithStatsHandler(o.StatsHandler))

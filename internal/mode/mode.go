@@ -99,6 +99,12 @@ type Mechanisms struct {
 	// failed optional call fails the checkout, and the audit write is made
 	// under the request's deadline.
 	Criticality bool `json:"criticality"`
+	// ConnectTimeout: each attempt to connect to a dependency (the TCP
+	// connect and the HTTP/2 handshake) is bounded by the connect timeout,
+	// apart from and much shorter than any call's read cap, so an address
+	// that accepts nothing fails in seconds. Off, gRPC's default bounds it:
+	// 20 s a try, longer as its backoff grows.
+	ConnectTimeout bool `json:"connect_timeout"`
 }
 
 // Fanout is how independent calls run.
@@ -158,7 +164,7 @@ func (m Mode) Mechanisms() Mechanisms {
 	return Mechanisms{
 		EdgeDeadline: on, ClipToBudget: on, Admission: on, HonourCancel: on,
 		Bulkheads: on, Breakers: on, Retries: retries, Outbox: on, Idempotency: on,
-		Fanout: fanout, Classes: on, Criticality: on,
+		Fanout: fanout, Classes: on, Criticality: on, ConnectTimeout: on,
 	}
 }
 
@@ -171,6 +177,19 @@ type Settings struct {
 	Margin time.Duration `json:"-"`
 	// Floor is the least budget worth starting a call or a request with.
 	Floor time.Duration `json:"-"`
+	// Connect bounds each attempt to connect to a dependency while
+	// Mechanisms.ConnectTimeout is on.
+	Connect time.Duration `json:"-"`
+}
+
+// ConnectTimeout is the bound on an attempt to connect to a dependency
+// under these settings: Connect with the mechanism on, zero (gRPC's
+// default) with it off.
+func (s Settings) ConnectTimeout() time.Duration {
+	if !s.Mechanisms.ConnectTimeout {
+		return 0
+	}
+	return s.Connect
 }
 
 // Class is the class a request of class c runs as under these settings:

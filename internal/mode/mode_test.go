@@ -75,7 +75,7 @@ func TestMechanisms(t *testing.T) {
 		{mode.Budgeted, mode.Mechanisms{
 			EdgeDeadline: true, ClipToBudget: true, Admission: true, HonourCancel: true,
 			Bulkheads: true, Breakers: true, Retries: mode.RetriesBudgeted, Outbox: true, Idempotency: true,
-			Fanout: mode.FanoutParallel, Classes: true, Criticality: true,
+			Fanout: mode.FanoutParallel, Classes: true, Criticality: true, ConnectTimeout: true,
 		}},
 		{mode.Naive, mode.Mechanisms{Retries: mode.RetriesNaive, Fanout: mode.FanoutSequential}},
 		{mode.Mode("unknown"), mode.Mechanisms{Retries: mode.RetriesNaive, Fanout: mode.FanoutSequential}},
@@ -243,5 +243,32 @@ func TestOverrideCriticality(t *testing.T) {
 	}
 	if err := o.Set("criticality=maybe"); err == nil || !strings.Contains(err.Error(), "criticality") {
 		t.Errorf("criticality=maybe: %v, want an error naming the switch", err)
+	}
+}
+
+// The connect timeout is the budgeted preset's: naive keeps gRPC's
+// default (zero here), and --mechanisms connect_timeout=off does too.
+func TestConnectTimeout(t *testing.T) {
+	const connect = 2 * time.Second
+	var off mode.Overrides
+	if err := off.Set("connect_timeout=off"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		m    mode.Mechanisms
+		want time.Duration
+	}{
+		{"budgeted", mode.Budgeted.Mechanisms(), connect},
+		{"naive", mode.Naive.Mechanisms(), 0},
+		{"budgeted with connect_timeout=off", mode.Budgeted.Mechanisms().Apply(off), 0},
+	} {
+		s := mode.Settings{Mechanisms: tc.m, Connect: connect}
+		if got := s.ConnectTimeout(); got != tc.want {
+			t.Errorf("%s: ConnectTimeout() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := off.String(); got != "connect_timeout=false" {
+		t.Errorf("String() = %q, want connect_timeout=false", got)
 	}
 }

@@ -24,6 +24,8 @@ type Overrides struct {
 	Fanout       *Fanout  `json:"fanout,omitempty"`
 	Classes      *bool    `json:"classes,omitempty"`
 	Criticality  *bool    `json:"criticality,omitempty"`
+	// ConnectTimeout is connect_timeout in the flag syntax.
+	ConnectTimeout *bool `json:"connect_timeout,omitempty"`
 }
 
 // Apply returns m with o's switches applied.
@@ -43,6 +45,7 @@ func (m Mechanisms) Apply(o Overrides) Mechanisms {
 	set(&m.Outbox, o.Outbox)
 	set(&m.Classes, o.Classes)
 	set(&m.Criticality, o.Criticality)
+	set(&m.ConnectTimeout, o.ConnectTimeout)
 	if o.Retries != nil {
 		m.Retries = *o.Retries
 	}
@@ -74,7 +77,7 @@ func (o *Overrides) fields() map[string]**bool {
 		"admission": &o.Admission, "honour_cancel": &o.HonourCancel,
 		"bulkheads": &o.Bulkheads, "breakers": &o.Breakers, "idempotency": &o.Idempotency, "outbox": &o.Outbox,
 		"classes":     &o.Classes,
-		"criticality": &o.Criticality,
+		"criticality": &o.Criticality, "connect_timeout": &o.ConnectTimeout,
 	}
 }
 

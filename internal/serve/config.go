@@ -23,6 +23,11 @@ const (
 	DefaultMode   = mode.Budgeted
 	DefaultMargin = 3 * time.Millisecond
 	DefaultFloor  = 20 * time.Millisecond
+	// DefaultConnectTimeout is the lessons' "connect 2 s": long enough
+	// for a handshake across a data centre many times over, short against
+	// any request budget a user waits for, and apart from each call's read
+	// cap (the time the dependency's work takes).
+	DefaultConnectTimeout = 2 * time.Second
 )
 
 // Shared is the configuration that is the same for every service of a
@@ -36,6 +41,10 @@ type Shared struct {
 	Margin time.Duration
 	// Floor is the least budget worth starting a call or a request with.
 	Floor time.Duration
+	// ConnectTimeout bounds each attempt to connect to a dependency (TCP
+	// connect and HTTP/2 handshake) while the connect_timeout mechanism is
+	// on (budgeted); naive connects under gRPC's default of 20 s.
+	ConnectTimeout time.Duration
 	// Overrides switch single mechanisms on top of the mode's preset.
 	Overrides mode.Overrides
 	// Pools and breakers.
@@ -140,7 +149,7 @@ func (r Resilience) Validate() error {
 // DefaultShared returns the shared settings with every default filled in.
 func DefaultShared() Shared {
 	return Shared{
-		Mode: DefaultMode, Margin: DefaultMargin, Floor: DefaultFloor,
+		Mode: DefaultMode, Margin: DefaultMargin, Floor: DefaultFloor, ConnectTimeout: DefaultConnectTimeout,
 		Resilience: DefaultResilience(), DBMaxConns: DefaultDBMaxConns, DrainTimeout: DefaultDrainTimeout,
 	}
 }
@@ -159,6 +168,8 @@ func (s *Shared) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&s.Mode, "mode", "naive or budgeted")
 	fs.DurationVar(&s.Margin, "margin", s.Margin, "time kept back from each call for the way back")
 	fs.DurationVar(&s.Floor, "floor", s.Floor, "least budget worth starting a call with")
+	fs.DurationVar(&s.ConnectTimeout, "connect-timeout", s.ConnectTimeout,
+		"budgeted: longest attempt to connect to a dependency (naive: gRPC's default, 20 s)")
 	fs.Var(&s.Overrides, "mechanisms", `switch single mechanisms on top of the mode, e.g. "breakers=off,retries=naive"`)
 	s.Resilience.RegisterFlags(fs)
 	fs.StringVar(&s.AdminToken, "admin-token", s.AdminToken, "bearer token required for admin changes (reads stay open)")
@@ -179,6 +190,9 @@ func (s Shared) Validate() error {
 	}
 	if s.Floor < 0 || s.Floor > time.Minute {
 		errs = append(errs, fmt.Errorf("floor: %v is outside 0 to 1m", s.Floor))
+	}
+	if s.ConnectTimeout <= 0 || s.ConnectTimeout > time.Minute {
+		errs = append(errs, fmt.Errorf("connect-timeout: %v is outside (0, 1m]", s.ConnectTimeout))
 	}
 	if err := s.Overrides.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("mechanisms: %w", err))
@@ -250,5 +264,5 @@ func IsLoopback(addr string) bool {
 
 // Settings returns the mechanism settings s starts with.
 func (s Shared) Settings() mode.Settings {
-	return mode.Settings{Mode: s.Mode, Mechanisms: s.Mode.Mechanisms().Apply(s.Overrides), Margin: s.Margin, Floor: s.Floor}
+	return mode.Settings{Mode: s.Mode, Mechanisms: s.Mode.Mechanisms().Apply(s.Overrides), Margin: s.Margin, Floor: s.Floor, Connect: s.ConnectTimeout}
 }

@@ -33,6 +33,8 @@ func TestCommonValidate(t *testing.T) {
 		{"margin over a minute", func(c *serve.Common) { c.Margin = time.Minute + 1 }, []string{"margin:"}},
 		{"negative floor", func(c *serve.Common) { c.Floor = -time.Millisecond }, []string{"floor:"}},
 		{"floor over a minute", func(c *serve.Common) { c.Floor = 2 * time.Minute }, []string{"floor:"}},
+		{"no connect timeout", func(c *serve.Common) { c.ConnectTimeout = 0 }, []string{"connect-timeout:"}},
+		{"connect timeout over a minute", func(c *serve.Common) { c.ConnectTimeout = 2 * time.Minute }, []string{"connect-timeout:"}},
 		{"zero drain timeout", func(c *serve.Common) { c.DrainTimeout = 0 }, []string{"drain-timeout:"}},
 		{"negative drain timeout", func(c *serve.Common) { c.DrainTimeout = -time.Second }, []string{"drain-timeout:"}},
 		{"unknown retry strategy", func(c *serve.Common) { r := mode.Retries("sometimes"); c.Overrides.Retries = &r }, []string{"mechanisms:", `"sometimes"`}},
@@ -122,8 +124,9 @@ func TestRegisterFlags(t *testing.T) {
 
 func TestSettings(t *testing.T) {
 	c := serve.Defaults(":1", ":2")
-	c.Mode, c.Margin, c.Floor = mode.Naive, 7*time.Millisecond, 70*time.Millisecond
-	want := mode.Settings{Mode: mode.Naive, Mechanisms: mode.Naive.Mechanisms(), Margin: 7 * time.Millisecond, Floor: 70 * time.Millisecond}
+	c.Mode, c.Margin, c.Floor, c.ConnectTimeout = mode.Naive, 7*time.Millisecond, 70*time.Millisecond, 1500*time.Millisecond
+	want := mode.Settings{Mode: mode.Naive, Mechanisms: mode.Naive.Mechanisms(), Margin: 7 * time.Millisecond, Floor: 70 * time.Millisecond,
+		Connect: 1500 * time.Millisecond}
 	if got := c.Settings(); got != want {
 		t.Errorf("Settings() = %+v, want %+v", got, want)
 	}

@@ -63,6 +63,11 @@ func (k *Kit) ready(ctx context.Context) error {
 // database pool. Closers run last registered first, as deferred calls do.
 func (k *Kit) OnClose(f func()) { k.closers = append(k.closers, f) }
 
+// ConnectTimeout is the bound on an attempt to connect to a dependency in
+// the mode in force when the attempt starts (zero: gRPC's default). Pass
+// it to dial.Options.
+func (k *Kit) ConnectTimeout() time.Duration { return k.Settings.Load().ConnectTimeout() }
+
 // RunWorkers runs a service's background workers (reconcilers, sweepers)
 // in a goroutine until the process stops: their context keeps ctx's
 // values but not its cancellation, and is cancelled, and the workers

@@ -49,16 +49,18 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		return nil, err
 	}
 	ordersConn, err := dial.Conn(cfg.OrdersAddr, dial.Options{
-		Interceptors: []grpc.UnaryClientInterceptor{clientChain(kit, cfg, "orders", cfg.OrdersCap)},
-		StatsHandler: kit.Tracing.GRPCClientHandler(),
+		Interceptors:   []grpc.UnaryClientInterceptor{clientChain(kit, cfg, "orders", cfg.OrdersCap)},
+		StatsHandler:   kit.Tracing.GRPCClientHandler(),
+		ConnectTimeout: kit.ConnectTimeout,
 	})
 	if err != nil {
 		kit.Close()
 		return nil, err
 	}
 	catalogConn, err := dial.Conn(cfg.CatalogAddr, dial.Options{
-		Interceptors: []grpc.UnaryClientInterceptor{clientChain(kit, cfg, "catalog", cfg.CatalogCap)},
-		StatsHandler: kit.Tracing.GRPCClientHandler(),
+		Interceptors:   []grpc.UnaryClientInterceptor{clientChain(kit, cfg, "catalog", cfg.CatalogCap)},
+		StatsHandler:   kit.Tracing.GRPCClientHandler(),
+		ConnectTimeout: kit.ConnectTimeout,
 	})
 	if err != nil {
 		ordersConn.Close()

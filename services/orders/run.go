@@ -51,8 +51,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		{cfg.PaymentsAddr, []grpc.UnaryClientInterceptor{deps.audit}},
 	} {
 		cc, err := dial.Conn(d.addr, dial.Options{
-			Interceptors: d.chain,
-			StatsHandler: kit.Tracing.GRPCClientHandler(),
+			Interceptors:   d.chain,
+			StatsHandler:   kit.Tracing.GRPCClientHandler(),
+			ConnectTimeout: kit.ConnectTimeout,
 		})
 		if err != nil {
 			kit.Close()
