@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/mercado-lab/mercado/internal/budget"
 )
@@ -42,7 +43,10 @@ const budgetPlanUsage = `Usage: mercado budget plan FILE [flags]
 Reads a call graph in YAML and prints the allocation: available = target −
 edge − own − reserve, divided in proportion to p99 along the critical path
 (the sum along seq, the max across par). Exits 1 when the critical path
-does not fit, with the redesigns that would.
+does not fit, with the redesigns that would. With --from, the p99s of the
+calls a running shop has measured come from it (a call named "catalog", or
+"orders/catalog" when more than one service calls catalog); the file's
+p99s stand for the rest.
 
   target: 800ms        # what the caller will wait
   edge: 20ms           # edge overhead (TLS, auth, parsing)
@@ -67,6 +71,8 @@ func runBudgetPlan(ctx context.Context, args []string, getenv func(string) strin
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), budgetPlanUsage); fs.PrintDefaults() }
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
+	from := fs.String("from", "", "a running shop's gateway admin URL, such as http://localhost:9080: the p99s of the calls it has measured come from every service's hop histograms")
+	token := fs.String("admin-token", "", "admin bearer token, when the shop requires one")
 	// The file comes first; flags may follow it.
 	file := ""
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
@@ -83,9 +89,27 @@ func runBudgetPlan(ctx context.Context, args []string, getenv func(string) strin
 		return usagef("budget plan: %w", err)
 	}
 	defer r.Close()
-	f, err := budget.Parse(file, r, false)
+	f, err := budget.Parse(file, r, *from != "")
 	if err != nil {
 		return usagef("budget plan: %w", err)
+	}
+	if *from != "" {
+		obs, err := budget.Observe(ctx, *from, *token)
+		if err != nil {
+			return fmt.Errorf("budget plan: %w", err)
+		}
+		filled, err := obs.Apply(&f)
+		if err != nil {
+			return usagef("budget plan: %s: %w", file, err)
+		}
+		if len(filled) == 0 {
+			fmt.Fprintf(stderr, "p99 from %s: none of the file's calls (the shop has measured %s)\n", *from, obs.Names())
+		} else {
+			fmt.Fprintf(stderr, "p99 from %s: %s\n", *from, strings.Join(filled, ", "))
+		}
+		if err := budget.Validate(file, f); err != nil {
+			return usagef("budget plan: %w", err)
+		}
 	}
 	p := budget.Make(f)
 	if *asJSON {

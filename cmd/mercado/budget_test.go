@@ -4,10 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/lab/shop"
 )
 
 // `mercado budget plan` prints the table, or the issue's JSON shape with
@@ -86,5 +93,113 @@ func TestBudgetPlan(t *testing.T) {
 				t.Errorf("printed %q, want %q", errb.String(), tc.want)
 			}
 		})
+	}
+}
+
+// --from takes the p99s of the calls a running shop has measured from its
+// hop histograms; the file's graph gives the shape, and its p99s stand for
+// the calls the shop does not make.
+func TestBudgetPlanFromAShop(t *testing.T) {
+	ctx := context.Background()
+	cfg := shop.EphemeralConfig()
+	cfg.Catalog.Faults = faults.Set{"ReserveStock": {Latency: 30 * time.Millisecond}}
+	cfg.Payments.Faults = faults.Set{"ScreenOrder": {Latency: 70 * time.Millisecond}}
+	s, err := shop.Start(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	for i := range 10 {
+		req, _ := http.NewRequest(http.MethodPost, s.GatewayURL()+"/api/checkout",
+			strings.NewReader(`{"customer":"ana","items":[{"sku":"tea-sencha","qty":1}],"address":"1 Main St"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", fmt.Sprintf(`"plan-from-%d"`, i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("checkout: %s", resp.Status)
+		}
+	}
+	admin := "http://" + s.Gateway.AdminAddr
+	file := filepath.Join(t.TempDir(), "checkout.yaml")
+	plan := func(src string, args ...string) (map[string]float64, string, int) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		err := run(ctx, append([]string{"budget", "plan", file, "--json", "--from", admin}, args...), env(nil), &out, &errb)
+		code := exitCode(err, &errb)
+		var p struct {
+			Calls []struct {
+				Name  string  `json:"name"`
+				P99Ms float64 `json:"p99_ms"`
+			} `json:"calls"`
+		}
+		got := map[string]float64{}
+		if code == 0 {
+			if err := json.Unmarshal(out.Bytes(), &p); err != nil {
+				t.Fatalf("%v:\n%s", err, out.String())
+			}
+			for _, c := range p.Calls {
+				got[c.Name] = c.P99Ms
+			}
+		}
+		return got, errb.String(), code
+	}
+
+	got, stderr, code := plan(`target: 1s
+graph:
+  seq:
+    - call: {name: auth, p99: 15ms}
+    - par:
+        - call: {name: catalog}
+        - call: {name: fraud, p99: 1ms}
+    - call: {name: payments}
+`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// The histograms' buckets bound what a p99 can say: 30 ms lands in
+	// (25 ms, 50 ms], 70 ms in (50 ms, 100 ms].
+	if got["catalog"] < 30 || got["catalog"] > 50 || got["fraud"] < 70 || got["fraud"] > 100 {
+		t.Errorf("catalog p99 %v ms, fraud %v ms: want the shop's 30 and 70 ms, to their buckets", got["catalog"], got["fraud"])
+	}
+	if got["auth"] != 15 {
+		t.Errorf("auth p99 %v ms, want the file's 15 (the shop makes no such call)", got["auth"])
+	}
+	if got["payments"] < 1 || got["payments"] >= 25 {
+		t.Errorf("payments p99 %v ms, want the shop's, a few ms", got["payments"])
+	}
+	if !strings.Contains(stderr, "catalog (orders/catalog, 10 calls)") || strings.Contains(stderr, "auth") {
+		t.Errorf("stderr does not say where each p99 came from: %s", stderr)
+	}
+
+	// Once the gateway has called catalog too, "catalog" is ambiguous.
+	resp, err := http.Get(s.GatewayURL() + "/api/products")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	_, stderr, code = plan("target: 1s\ngraph:\n  call: {name: catalog}\n")
+	if code != 2 || !strings.Contains(stderr, `call "catalog": more than one service calls it (gateway/catalog, orders/catalog): name it gateway/catalog or orders/catalog`) {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	got, stderr, code = plan("target: 1s\ngraph:\n  call: {name: orders/catalog}\n")
+	if code != 0 || got["orders/catalog"] < 30 || got["orders/catalog"] > 50 {
+		t.Errorf("orders/catalog: exit %d, p99 %v ms: %s", code, got["orders/catalog"], stderr)
+	}
+	// A call neither the file nor the shop knows has no p99.
+	_, stderr, code = plan("target: 1s\ngraph:\n  call: {name: ledger}\n")
+	if code != 2 || !strings.Contains(stderr, `call "ledger": no p99`) {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	// A shop that does not answer is not a usage error.
+	_, stderr, code = plan("target: 1s\ngraph:\n  call: {name: auth, p99: 1ms}\n", "--from", "http://127.0.0.1:1")
+	if code != 1 || !strings.Contains(stderr, "--from http://127.0.0.1:1") {
+		t.Errorf("exit %d, %s", code, stderr)
 	}
 }

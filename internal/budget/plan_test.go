@@ -16,7 +16,7 @@ func parse(t *testing.T, src string) File {
 	return f
 }
 
-func slices(p Plan) map[string]int64 {
+func sliceOf(p Plan) map[string]int64 {
 	m := map[string]int64{}
 	for _, c := range p.Calls {
 		m[c.Name] = c.SliceMs
@@ -130,7 +130,7 @@ graph:
 				t.Errorf("fits %v, available %d ms, critical path %d ms; want %v, %d, %d",
 					p.Fits, p.AvailableMs, p.CriticalPathP99Ms, tc.fits, tc.available, tc.critical)
 			}
-			got := slices(p)
+			got := sliceOf(p)
 			for name, want := range tc.slices {
 				if got[name] != want {
 					t.Errorf("%s: slice %d ms, want %d", name, got[name], want)
@@ -204,7 +204,7 @@ func TestLessonsTables(t *testing.T) {
 		// pricing ≈ 250, and together they are the 650 ms.
 		var sum int64
 		for name, card := range map[string]int64{"auth": 100, "catalog": 300, "pricing": 250} {
-			got := slices(p)[name]
+			got := sliceOf(p)[name]
 			sum += got
 			if got < card-5 || got > card+5 {
 				t.Errorf("%s: %d ms, the card has %d", name, got, card)
@@ -219,7 +219,7 @@ func TestLessonsTables(t *testing.T) {
 		if !p.Fits || p.AvailableMs != 380 {
 			t.Errorf("fits %v, available %d ms; want a fit and 500 − 40 − 40 − 40 = 380", p.Fits, p.AvailableMs)
 		}
-		s := slices(p)
+		s := sliceOf(p)
 		if s["profile"] != s["inventory"] {
 			t.Errorf("the par's branches get %d and %d ms, want the same slice", s["profile"], s["inventory"])
 		}
@@ -230,7 +230,7 @@ func TestLessonsTables(t *testing.T) {
 	t.Run("the allocation note's sequential 40/120/180", func(t *testing.T) {
 		p := load(t, "note-sequential.yaml")
 		want := map[string]int64{"auth": 40, "profile": 120, "recommendations": 180}
-		if got := slices(p); len(got) != 3 || got["auth"] != 40 || got["profile"] != 120 || got["recommendations"] != 180 {
+		if got := sliceOf(p); len(got) != 3 || got["auth"] != 40 || got["profile"] != 120 || got["recommendations"] != 180 {
 			t.Errorf("slices %v, want %v", got, want)
 		}
 		// With its 40 ms slack, 380 ms of the note's 500 − 40 − 40 − 40.
