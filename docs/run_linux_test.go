@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -130,13 +131,22 @@ func (r *runner) script(t *testing.T, script string, limit time.Duration) (resul
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
 	cmd.Dir, cmd.Env = t.TempDir(), r.env
+	// The block reads the files the docs ship (docs/budgets/*.yaml) by
+	// the paths a reader uses from the repository's root.
+	here, err := os.Getwd()
+	if err != nil {
+		return result{}, err
+	}
+	if err := os.Symlink(here, filepath.Join(cmd.Dir, "docs")); err != nil {
+		return result{}, err
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	res := result{out: out.String(), took: time.Since(start)}
 	if cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever it left in the background

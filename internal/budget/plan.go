@@ -97,10 +97,10 @@ func Make(f File) Plan {
 			HeadroomMs: s.Milliseconds() - c.P99.Milliseconds(), Criticality: c.Criticality,
 		})
 	}
-	p.Advice = append(p.Advice, optionalAdvice(&f.Graph, slices, avail)...)
 	if !p.Fits {
 		p.Advice = append(p.Advice, redesigns(f, p.worst)...)
 	}
+	p.Advice = append(p.Advice, optionalAdvice(&f.Graph, slices, avail)...)
 	return p
 }
 
@@ -215,9 +215,9 @@ func redesigns(f File, worst time.Duration) []string {
 			}
 		}
 		if len(on) > 2 {
-			if w, ok := try(edit{seq: n, from: 0, to: len(n.Seq) - 1}); ok {
+			if w, ok := try(edit{seq: n, from: on[0], to: on[len(on)-1]}); ok {
 				var all []string
-				for i := range n.Seq {
+				for _, i := range on {
 					all = append(all, names(&n.Seq[i]))
 				}
 				out = append(out, fmt.Sprintf("parallelise all of %s (if they are independent): worst case %s", strings.Join(all, ", "), ms(w)))

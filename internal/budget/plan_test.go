@@ -238,4 +238,13 @@ func TestLessonsTables(t *testing.T) {
 			t.Errorf("available %d ms, want 380 − 40 ms of slack", p.AvailableMs)
 		}
 	})
+	t.Run("Mercado's checkout fits, the slow chain does not", func(t *testing.T) {
+		if p := load(t, "checkout.yaml"); !p.Fits || p.AvailableMs != 1000 || p.CriticalPathP99Ms != 620 {
+			t.Errorf("checkout: fits %v, available %d, critical path %d; want a fit, 1000 and 180 + 350 + 90", p.Fits, p.AvailableMs, p.CriticalPathP99Ms)
+		}
+		p := load(t, "too-slow.yaml")
+		if p.Fits || p.CriticalPathP99Ms != 390 || len(p.Advice) == 0 || !strings.HasPrefix(p.Advice[0], "no configuration fixes this") {
+			t.Errorf("too-slow: fits %v, critical path %d, advice %q", p.Fits, p.CriticalPathP99Ms, p.Advice)
+		}
+	})
 }
