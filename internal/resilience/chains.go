@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -35,18 +36,25 @@ type ServerOptions struct {
 	// deadline it accepts at its request's class's Max (unset figures:
 	// deadline.DefaultBudgets).
 	Budgets deadline.Budgets
+	// Log gets, at debug level, each request's remaining budget on arrival
+	// (budgetlog.go); nil logs nothing.
+	Log *slog.Logger
 }
 
 // ServerChain returns the interceptors every request of a gRPC service
 // passes, in the order they run:
 //
+//  0. Trace: with tracing off, the caller's trace context is read from the
+//     metadata, so the request's log lines carry its trace id (with
+//     tracing on, the gRPC server's span has it already).
 //  1. Snapshot: the mode in force is read once, as the request arrives, and
 //     carried in its context (mode.From). Every later step, the handler, and
 //     every call the handler makes read that snapshot, so a switch while
 //     the request runs never leaves it half naive.
 //  2. Admission (pkg/deadline's server interceptor): the caller's passive
 //     client deadline and the request's class are recorded and the
-//     arrival reported; with Admission on, a request that arrives spent or
+//     arrival reported (and logged at debug level with the remaining
+//     budget); with Admission on, a request that arrives spent or
 //     below the floor is turned away before any work starts, and one that
 //     arrives with a deadline longer than its class's maximum (or none)
 //     runs under that maximum: every server caps what it accepts.
@@ -64,11 +72,12 @@ func ServerChain(o ServerOptions) []grpc.UnaryServerInterceptor {
 		Workers: o.Workers, MaxWait: o.MaxWait,
 	})
 	return []grpc.UnaryServerInterceptor{
+		o.Tracing.UnaryServerCorrelate(),
 		snapshotRequest(o.Settings),
 		deadline.UnaryServerInterceptor(deadline.ServerOptions{
 			Policy:      requestPolicy(o.Settings),
 			MaxDeadline: acceptedDeadline(o.Settings, o.Budgets),
-			Hooks:       arrivalHooks(o.Metrics, o.Tracing),
+			Hooks:       arrivalHooks(o.Metrics, o.Tracing, budgetLog{o.Log}),
 		}),
 		detachUnlessHonoured(o.Settings),
 		pools.UnaryServerInterceptor(),
@@ -99,6 +108,9 @@ type Edge struct {
 // EdgeChain returns the chain every public HTTP request passes, in the
 // order it runs. Before routing (Edge.Request):
 //
+//  0. Trace: with tracing off, the request continues the client's
+//     traceparent or starts a trace id of its own, which every call
+//     carries on (with tracing on, the request's span has it already).
 //  1. Snapshot: the mode in force is read once and carried in the
 //     request's context, as in ServerChain.
 //  2. Detach: with HonourCancel off the request's work goes on after the
@@ -108,6 +120,7 @@ type Edge struct {
 //     picks the default and the maximum; the client's X-Deadline-Ms, or
 //     the default, capped at the maximum, becomes the request's passive
 //     client deadline and, with EdgeDeadline on, its context's deadline.
+//     The arrival is logged at debug level with that budget.
 //
 // After routing (Edge.Route):
 //
@@ -124,9 +137,10 @@ func EdgeChain(o EdgeOptions) Edge {
 	budget := o.Budget
 	budget.Stamp = func(ctx context.Context) bool { return o.Settings.For(ctx).Mechanisms.EdgeDeadline }
 	budget.Classes = func(ctx context.Context) bool { return o.Settings.For(ctx).Mechanisms.Classes }
-	budget.Hooks = arrivalHooks(o.Metrics, o.Tracing)
+	budget.Hooks = arrivalHooks(o.Metrics, o.Tracing, budgetLog{o.Log})
 	return Edge{
 		Request: []func(http.Handler) http.Handler{
+			o.Tracing.CorrelateHTTP,
 			snapshotHTTP(o.Settings),
 			detachHTTPUnlessHonoured(o.Settings),
 			deadline.Edge(budget),
@@ -164,14 +178,22 @@ func EdgeChain(o EdgeOptions) Edge {
 //     margin), and a call with less than the floor left is not made;
 //     naive: the dependency's fixed cap, blind to the budget. Last, so that
 //     the time spent waiting for a slot is no longer in the budget.
+//
+// Around steps 3 to 5, each attempt logs at debug level the budget left
+// before it and after it, with the request's trace id (budgetlog.go), and,
+// with tracing off, carries the trace context to the dependency.
 func ClientChain(d *Outbound) grpc.UnaryClientInterceptor {
+	log := budgetLog{d.o.Log}
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		// 1. The request's mode.
 		ctx, s := d.o.Settings.Snapshot(ctx)
+		ctx = d.o.Tracing.Outgoing(ctx)
 		// 2. Retries: every attempt passes 3 to 5.
-		return d.retries(s, method).Do(ctx, func(ctx context.Context, attempt int) error {
+		return d.retries(s, method).Do(ctx, func(ctx context.Context, attempt int) (err error) {
 			ctx, span := d.o.Tracing.StartCall(ctx, d.o.HopName(method), attempt)
 			defer span.End()
+			log.call(ctx, d.o.Name, method, attempt)
+			defer func() { log.ret(ctx, d.o.Name, method, attempt, err) }()
 			// 3. A pool slot.
 			pool, err := d.acquire(ctx, s, method)
 			if err != nil {

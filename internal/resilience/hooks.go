@@ -10,9 +10,10 @@ import (
 // arrivalHooks feed the metrics and the request's server span from
 // pkg/deadline's server side: the remaining budget on arrival, requests
 // turned away on arrival, and work finished after the client had given up.
-func arrivalHooks(m *telemetry.Metrics, tr *telemetry.Tracing) deadline.Hooks {
+func arrivalHooks(m *telemetry.Metrics, tr *telemetry.Tracing, log budgetLog) deadline.Hooks {
 	return deadline.Hooks{
 		OnArrival: func(ctx context.Context, a deadline.ArrivalInfo) {
+			log.arrival(ctx, a)
 			m.Arrival(ctx, a.Method, a.Remaining, a.HasBudget)
 			tr.Arrival(ctx, a)
 			if a.Rejected {

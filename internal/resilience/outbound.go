@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"google.golang.org/grpc"
@@ -61,6 +62,9 @@ type OutboundOptions struct {
 	// mode, for the methods Idempotent allows.
 	BudgetedRetries bool
 	Idempotent      func(method string) bool
+	// Log gets, at debug level, the budget left before and after each
+	// attempt (budgetlog.go); nil logs nothing.
+	Log *slog.Logger
 }
 
 // Outbound holds the mechanisms of one dependency — its bulkhead, its

@@ -40,7 +40,7 @@ const MaxMessageBytes = 1 << 20
 // span that continues the caller's trace.
 func StartGRPC(ctx context.Context, k *Kit, register func(*grpc.Server)) (*Process, error) {
 	chain := resilience.ServerChain(resilience.ServerOptions{
-		Service: k.Name, Settings: k.Settings, Metrics: k.Metrics, Tracing: k.Tracing,
+		Service: k.Name, Settings: k.Settings, Metrics: k.Metrics, Tracing: k.Tracing, Log: k.Log,
 		Workers: k.common.Resilience.Workers, MaxWait: k.common.Resilience.MaxWait,
 	})
 	opts := []grpc.ServerOption{

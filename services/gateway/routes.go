@@ -14,7 +14,7 @@ import (
 func (s *server) routes() http.Handler {
 	edge := resilience.EdgeChain(resilience.EdgeOptions{
 		ServerOptions: resilience.ServerOptions{
-			Service: "gateway", Settings: s.settings, Metrics: s.kit.Metrics, Tracing: s.kit.Tracing,
+			Service: "gateway", Settings: s.settings, Metrics: s.kit.Metrics, Tracing: s.kit.Tracing, Log: s.kit.Log,
 			Workers: s.cfg.Resilience.Workers, MaxWait: s.cfg.Resilience.MaxWait,
 		},
 		Classes:   []string{classCheckout, classBrowse, classStatus, classExport},

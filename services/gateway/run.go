@@ -95,7 +95,7 @@ func clientChain(kit *serve.Kit, cfg Config, name string, cap time.Duration) grp
 	r := cfg.Resilience
 	return resilience.ClientChain(resilience.NewOutbound(resilience.OutboundOptions{
 		Name: name, Cap: cap,
-		Settings: kit.Settings, Metrics: kit.Metrics, Tracing: kit.Tracing,
+		Settings: kit.Settings, Metrics: kit.Metrics, Tracing: kit.Tracing, Log: kit.Log,
 		Bulkhead:     bulkhead.Settings{Capacity: r.Bulkhead, MaxWait: r.MaxWait},
 		Breaker:      breaker.Settings{Window: r.BreakerWindow, FailureRatio: r.BreakerRatio, OpenFor: r.BreakerOpen},
 		NaiveRetries: true,

@@ -67,7 +67,7 @@ func newDependencies(kit *serve.Kit, cfg Config) dependencies {
 	dep := func(name string, cap time.Duration, budgetedRetries bool) grpc.UnaryClientInterceptor {
 		return resilience.ClientChain(resilience.NewOutbound(resilience.OutboundOptions{
 			Name: name, Cap: cap, HopName: hopName,
-			Settings: kit.Settings, Metrics: kit.Metrics, Tracing: kit.Tracing,
+			Settings: kit.Settings, Metrics: kit.Metrics, Tracing: kit.Tracing, Log: kit.Log,
 			Shared:       shared,
 			Bulkhead:     bulkhead.Settings{Capacity: r.Bulkhead, MaxWait: r.MaxWait},
 			Breaker:      breaker.Settings{Window: r.BreakerWindow, FailureRatio: r.BreakerRatio, OpenFor: r.BreakerOpen},

@@ -1,0 +1,102 @@
+package telemetry
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+)
+
+// Log lines of one request share its trace id (TraceID) whether or not
+// the shop exports traces. With tracing on, the spans carry it from hop
+// to hop; with it off, nothing would, so the three steps below carry the
+// W3C trace context themselves: the edge continues the client's
+// traceparent or starts a trace of its own, every call sends it on in
+// metadata, and every server reads it. With tracing on they do nothing.
+
+// TraceID is the id of the trace ctx belongs to, "" when it has none.
+func TraceID(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.HasTraceID() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
+
+// CorrelateHTTP gives each request at the edge a trace context when
+// tracing is off: the client's traceparent, or a new trace.
+func (t *Tracing) CorrelateHTTP(next http.Handler) http.Handler {
+	if t.Enabled() {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		if !trace.SpanContextFromContext(ctx).IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, newSpanContext())
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// UnaryServerCorrelate reads the caller's trace context from the request's
+// metadata when tracing is off.
+func (t *Tracing) UnaryServerCorrelate() grpc.UnaryServerInterceptor {
+	enabled := t.Enabled()
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if md, ok := metadata.FromIncomingContext(ctx); ok && !enabled {
+			ctx = propagator.Extract(ctx, mdCarrier(md))
+		}
+		return handler(ctx, req)
+	}
+}
+
+// Outgoing is ctx with its trace context added to the outgoing metadata
+// when tracing is off, for a call to send on.
+func (t *Tracing) Outgoing(ctx context.Context) context.Context {
+	if t.Enabled() || !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx
+	}
+	md := metadata.MD{}
+	propagator.Inject(ctx, mdCarrier(md))
+	kv := make([]string, 0, 2*len(md))
+	for k, vs := range md {
+		for _, v := range vs {
+			kv = append(kv, k, v)
+		}
+	}
+	return metadata.AppendToOutgoingContext(ctx, kv...)
+}
+
+// newSpanContext is the context of a trace the edge starts, not sampled:
+// with tracing off no span is recorded, the ids only correlate.
+func newSpanContext() trace.SpanContext {
+	var tid trace.TraceID
+	var sid trace.SpanID
+	_, _ = rand.Read(tid[:])
+	_, _ = rand.Read(sid[:])
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, Remote: true})
+}
+
+// mdCarrier reads and writes the trace context in gRPC metadata.
+type mdCarrier metadata.MD
+
+func (c mdCarrier) Get(key string) string {
+	if vs := metadata.MD(c).Get(key); len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+func (c mdCarrier) Set(key, value string) { metadata.MD(c).Set(key, value) }
+
+func (c mdCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	return keys
+}
