@@ -39,9 +39,14 @@ type Options struct {
 	// Peers are the services a mode switch fans out to (the gateway's).
 	Peers []Peer
 	// Client makes the calls to the peers; nil means a client with a 5 s
-	// timeout.
+	// timeout whose connections are bounded by ConnectTimeout.
 	Client *http.Client
-	Log    *slog.Logger
+	// ConnectTimeout bounds the connect to a peer of the default Client,
+	// apart from the call's 5 s (zero: 5 s too), so that a peer whose
+	// address accepts nothing costs the switch that much, not the call's
+	// whole timeout.
+	ConnectTimeout time.Duration
+	Log            *slog.Logger
 	// Routes are extra read routes of one service, by ServeMux pattern.
 	Routes map[string]http.Handler
 }
@@ -52,7 +57,7 @@ const maxBody = 64 << 10
 // Handler returns the admin API.
 func Handler(o Options) http.Handler {
 	if o.Client == nil {
-		o.Client = &http.Client{Timeout: 5 * time.Second}
+		o.Client = &http.Client{Timeout: 5 * time.Second, Transport: connectTransport(o.ConnectTimeout)}
 	}
 	a := &api{o}
 	mux := http.NewServeMux()

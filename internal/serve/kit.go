@@ -153,5 +153,6 @@ func (k *Kit) AdminHandler() http.Handler {
 	return admin.Handler(admin.Options{
 		Service: k.Name, Settings: k.Settings, Faults: k.Faults, Metrics: k.Metrics.Handler(),
 		Token: k.common.AdminToken, Peers: k.Peers, Log: k.Log, Routes: k.routes,
+		ConnectTimeout: k.common.ConnectTimeout,
 	})
 }
