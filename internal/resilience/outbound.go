@@ -108,6 +108,7 @@ func NewOutbound(o OutboundOptions) *Outbound {
 		m.Attempt(ctx, o.Name, attempt > 1)
 	}}
 	_ = m.ObserveBreaker(o.Name, func() int { return int(d.breaker.State()) })
+	_ = m.ObserveCap(o.Name, o.Cap)
 	d.clip = deadline.UnaryClientInterceptor(deadline.ClientOptions{
 		Policy: requestPolicy(o.Settings),
 		Cap:    func(string) time.Duration { return o.Cap },
@@ -199,10 +200,16 @@ func (d *Outbound) reject(ctx context.Context, method, pool string, traffic dead
 // onCall records a call that reached pkg/deadline: made, or skipped for
 // lack of budget.
 func (d *Outbound) onCall(ctx context.Context, c deadline.CallInfo) {
-	if c.Outcome == deadline.OutcomeSkipped {
+	switch c.Outcome {
+	case deadline.OutcomeSkipped:
 		d.o.Metrics.Skipped(ctx, ReasonInsufficientBudget)
-	} else {
+		d.o.Metrics.BudgetExhausted(ctx, d.o.Name)
+	case deadline.OutcomeBudget:
+		d.o.Metrics.BudgetExhausted(ctx, d.o.Name)
+	}
+	if c.Outcome != deadline.OutcomeSkipped {
 		d.o.Metrics.Hop(ctx, d.o.Name, c.Took, string(c.Outcome))
+		d.o.Metrics.HopTimeout(ctx, d.o.Name, c.Timeout)
 	}
 	d.o.Tracing.CallDecided(ctx, d.o.Cap, c)
 	d.record(ctx, c.Method, timing.Hop{Timeout: c.Timeout, Took: c.Took, Outcome: string(c.Outcome)}, c.Err)

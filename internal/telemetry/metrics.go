@@ -34,6 +34,8 @@ type Metrics struct {
 	remainingOnArrival metric.Float64Histogram
 	skipped            metric.Int64Counter
 	hopDuration        metric.Float64Histogram
+	hopTimeout         metric.Float64Histogram
+	budgetExhausted    metric.Int64Counter
 	lateCompletions    metric.Int64Counter
 	lateWork           metric.Float64Counter
 	attempts           metric.Int64Counter
@@ -47,6 +49,7 @@ type Metrics struct {
 	poolWaiting  metric.Int64ObservableGauge
 	poolCapacity metric.Int64ObservableGauge
 	breakerState metric.Int64ObservableGauge
+	hopCap       metric.Float64ObservableGauge
 
 	methods     *attrCache[string]
 	reasons     *attrCache[string]
@@ -149,6 +152,8 @@ func (m *Metrics) instruments() error {
 	m.remainingOnArrival = seconds(NameBudgetRemainingOnArrival, "Budget left when a request carrying a deadline arrived, by method.")
 	m.skipped = counter(NameSkipped, "Calls or requests not served, by reason.")
 	m.hopDuration = seconds(NameHopDuration, "Duration of outbound calls, by dependency and outcome.")
+	m.hopTimeout = seconds(NameHopTimeout, "Timeout given to each outbound call made (the cap, or less when the budget left was shorter), by dependency.")
+	m.budgetExhausted = counter(NameBudgetExhausted, "Outbound calls the budget skipped (less than the floor left) or cut short (the budget, not the cap, ended them), by dependency.")
 	m.lateCompletions = counter(NameLateCompletions, "Requests finished after the client's deadline had passed, by method.")
 	var err error
 	m.lateWork, err = m.meter.Float64Counter(NameLateWork,
@@ -166,12 +171,16 @@ func (m *Metrics) instruments() error {
 	m.poolWaiting = gauge(NamePoolWaiting, "Work items waiting for a slot in a pool or bulkhead, by pool.")
 	m.poolCapacity = gauge(NamePoolCapacity, "Slots of a pool or bulkhead, by pool.")
 	m.breakerState = gauge(NameBreakerState, "Circuit breaker state by dependency: 0 closed, 1 half-open, 2 open.")
+	m.hopCap, err = m.meter.Float64ObservableGauge(NameHopCap,
+		metric.WithDescription("The slice of each dependency: the cap on one call's timeout, by dependency."),
+		metric.WithUnit("s"))
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 
 	_, err = m.meter.RegisterCallback(m.observe,
-		m.poolInFlight, m.poolWaiting, m.poolCapacity, m.breakerState)
+		m.poolInFlight, m.poolWaiting, m.poolCapacity, m.breakerState, m.hopCap)
 	return err
 }
 
@@ -209,4 +218,5 @@ type observed struct {
 	mu       sync.Mutex
 	pools    map[string]poolObserver
 	breakers map[string]breakerObserver
+	caps     map[string]capObserver
 }

@@ -20,6 +20,12 @@ const (
 	NamePoolRejections           = "mercado_pool_rejections_total"
 	NameBreakerState             = "mercado_breaker_state"
 	NameDeadlineClamps           = "mercado_deadline_clamps_total"
+	// Budget headroom per hop (deploy/prometheus/alerts.yml): the timeout
+	// each call was given, the dependency's slice (its cap), and the calls
+	// the budget skipped or cut.
+	NameHopTimeout      = "mercado_hop_timeout_seconds"
+	NameHopCap          = "mercado_hop_cap_seconds"
+	NameBudgetExhausted = "mercado_budget_exhausted_total"
 	// Criticality (criticality.go): degraded answers and the audit queue.
 	NameDegraded        = "mercado_degraded_total"
 	NameAuditEvents     = "mercado_audit_events_total"

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.opentelemetry.io/otel/metric"
 )
@@ -66,6 +67,36 @@ func (m *Metrics) ObserveBreaker(dep string, state func() int) error {
 	return nil
 }
 
+type capObserver struct {
+	cap  time.Duration
+	opts opts
+}
+
+// ObserveCap reports a dependency's slice, the cap on each call's
+// timeout, as the gauge mercado_hop_cap_seconds{dep}: the headroom rule
+// (deploy/prometheus/alerts.yml) subtracts the hop's observed p99 from it.
+// A zero cap (none) is not reported: a hop without a slice has no
+// headroom. Observing the same dep again replaces the earlier cap. The
+// dependency's mercado_budget_exhausted_total is exported from now on, at
+// zero.
+func (m *Metrics) ObserveCap(dep string, cap time.Duration) error {
+	if m == nil {
+		return nil
+	}
+	if dep == "" || cap < 0 {
+		return errors.New("telemetry: ObserveCap needs a dependency name and a cap of zero or more")
+	}
+	o := capObserver{cap: cap, opts: m.deps.get(dep)}
+	m.budgetExhausted.Add(context.Background(), 0, o.opts.add...)
+	m.observed.mu.Lock()
+	defer m.observed.mu.Unlock()
+	if m.observed.caps == nil {
+		m.observed.caps = make(map[string]capObserver)
+	}
+	m.observed.caps[dep] = o
+	return nil
+}
+
 // observe is the scrape-time callback of the pool and breaker gauges.
 func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 	// Copy under the lock, call outside it: a stats function that takes
@@ -79,6 +110,12 @@ func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 	for _, b := range m.observed.breakers {
 		breakers = append(breakers, b)
 	}
+	caps := make([]capObserver, 0, len(m.observed.caps))
+	for _, c := range m.observed.caps {
+		if c.cap > 0 {
+			caps = append(caps, c)
+		}
+	}
 	m.observed.mu.Unlock()
 
 	for _, p := range pools {
@@ -89,6 +126,9 @@ func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 	}
 	for _, b := range breakers {
 		o.ObserveInt64(m.breakerState, int64(b.state()), b.opts.obs...)
+	}
+	for _, c := range caps {
+		o.ObserveFloat64(m.hopCap, c.cap.Seconds(), c.opts.obs...)
 	}
 	return nil
 }

@@ -41,6 +41,23 @@ func (m *Metrics) Hop(ctx context.Context, dep string, took time.Duration, outco
 	m.hopDuration.Record(ctx, seconds(took), m.hops.get(hopKey{dep, outcome}).rec...)
 }
 
+// HopTimeout records the timeout an outbound call to dep was given.
+func (m *Metrics) HopTimeout(ctx context.Context, dep string, timeout time.Duration) {
+	if m == nil {
+		return
+	}
+	m.hopTimeout.Record(ctx, seconds(timeout), m.deps.get(dep).rec...)
+}
+
+// BudgetExhausted counts an outbound call to dep that the budget skipped
+// or cut short.
+func (m *Metrics) BudgetExhausted(ctx context.Context, dep string) {
+	if m == nil {
+		return
+	}
+	m.budgetExhausted.Add(ctx, 1, m.deps.get(dep).add...)
+}
+
 // Late records a request that finished late after the client's own
 // deadline had passed: work done for nobody ("work for the trash").
 func (m *Metrics) Late(ctx context.Context, method string, late time.Duration) {

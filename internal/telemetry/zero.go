@@ -18,10 +18,12 @@ import (
 //   - at Serving: a method's requests and late completions;
 //   - at ObservePool: the pool's rejections, for every traffic class;
 //   - at ObserveBreaker: the dependency's attempts, retries and breaker
-//     transitions.
+//     transitions;
+//   - at ObserveCap: the dependency's budget exhaustion.
 //
 // The histograms cannot be: OpenTelemetry has no way to record "no
-// observation", so mercado_hop_duration_seconds and
+// observation", so mercado_hop_duration_seconds,
+// mercado_hop_timeout_seconds and
 // mercado_budget_remaining_on_arrival_seconds appear with their first one.
 
 // reasons are the values of mercado_skipped_total's reason label.
