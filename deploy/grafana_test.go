@@ -64,9 +64,33 @@ func seriesNames(families map[string]bool) map[string]string {
 	return series
 }
 
-// metricRef is a metric name in a PromQL expression. Label values such as
-// method="/mercado.orders.v1..." do not match: a dot follows "mercado".
-var metricRef = regexp.MustCompile(`\bmercado_[a-z0-9_]+`)
+// metricRef is a metric name in a PromQL expression: one Mercado exports
+// (mercado_...) or one deploy/prometheus/alerts.yml records
+// (mercado:...). Label values such as method="/mercado.orders.v1..." do
+// not match: a dot follows "mercado".
+var metricRef = regexp.MustCompile(`\bmercado[_:][a-z0-9_:]+`)
+
+// recordedNames are the series alerts.yml's recording rules record.
+func recordedNames(t *testing.T) []string {
+	t.Helper()
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Record string `yaml:"record"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	readYAML(t, "deploy/prometheus/alerts.yml", &rules)
+	var names []string
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				names = append(names, r.Record)
+			}
+		}
+	}
+	return names
+}
 
 // dashboard is the part of a Grafana dashboard this test reads.
 type dashboard struct {
@@ -190,6 +214,9 @@ func TestGrafanaProvisioning(t *testing.T) {
 func TestGrafanaDashboards(t *testing.T) {
 	uids, _ := provisioned(t)
 	series := seriesNames(metricNames(t))
+	for _, r := range recordedNames(t) {
+		series[r] = r
+	}
 	files, err := filepath.Glob(filepath.Join(root, dashboardsDir, "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no dashboards in %s (%v)", dashboardsDir, err)
@@ -266,6 +293,7 @@ func TestGrafanaDashboards(t *testing.T) {
 				"mercado_skipped_total", "mercado_late_work_seconds_total",
 				"mercado_pool_in_flight", "mercado_pool_capacity", "mercado_pool_waiting",
 				"mercado_pool_rejections_total", "mercado_breaker_state", "mercado_mode_changes_total",
+				"mercado:hop_headroom_seconds", "mercado_budget_exhausted_total",
 			} {
 				if !used[family] {
 					t.Errorf("no panel or annotation shows %s", family)
