@@ -39,8 +39,11 @@ type Check struct {
 	Figure string `yaml:"figure" json:"figure"`
 	// Service names the service of a server figure; Method, optional,
 	// one of its gRPC methods ("CreateCharge"): that method's calls alone.
-	Service string   `yaml:"service" json:"service,omitempty"`
-	Method  string   `yaml:"method" json:"method,omitempty"`
+	Service string `yaml:"service" json:"service,omitempty"`
+	Method  string `yaml:"method" json:"method,omitempty"`
+	// Dep names the dependency of a hop figure: the hop from Service to
+	// Dep.
+	Dep     string   `yaml:"dep" json:"dep,omitempty"`
 	AtLeast *float64 `yaml:"at_least" json:"at_least,omitempty"`
 	AtMost  *float64 `yaml:"at_most" json:"at_most,omitempty"`
 	Of      *CheckOf `yaml:"of" json:"of,omitempty"`
@@ -98,6 +101,17 @@ var ServerFigureNames = map[string]func(f ServerFigures, service, method string)
 	},
 }
 
+// HopFigureNames are the figures of one hop (Service to Dep) over a
+// span, not divided by anything: headroom_ms, the hop's slice minus the
+// p99 of its calls (ServerFigures.HeadroomMS) — the recording rule
+// mercado:hop_headroom_seconds, in milliseconds, over the span.
+var HopFigureNames = map[string]func(f ServerFigures, hop string) (float64, bool){
+	"headroom_ms": func(f ServerFigures, hop string) (float64, bool) {
+		v, ok := f.HeadroomMS[hop]
+		return v, ok
+	},
+}
+
 func (c Check) validate(s Scenario) error {
 	var errs []error
 	if c.Name == "" {
@@ -111,13 +125,18 @@ func (c Check) validate(s Scenario) error {
 	}
 	_, client := Figures[c.Figure]
 	_, server := ServerFigureNames[c.Figure]
+	_, hop := HopFigureNames[c.Figure]
 	switch {
-	case !client && !server:
-		names := slices.Concat(slices.Collect(maps.Keys(Figures)), slices.Collect(maps.Keys(ServerFigureNames)))
+	case !client && !server && !hop:
+		names := slices.Concat(slices.Collect(maps.Keys(Figures)), slices.Collect(maps.Keys(ServerFigureNames)), slices.Collect(maps.Keys(HopFigureNames)))
 		slices.Sort(names)
 		errs = append(errs, fmt.Errorf("figure %q: want one of %s", c.Figure, strings.Join(names, ", ")))
 	case server && !slices.Contains(faults.Services(), c.Service):
 		errs = append(errs, fmt.Errorf("figure %s needs a service, one of %s", c.Figure, faults.ServiceList()))
+	case hop && (!slices.Contains(faults.Services(), c.Service) || c.Dep == "" || c.Method != ""):
+		errs = append(errs, fmt.Errorf("figure %s is a hop's: give its service (one of %s) and dep, and no method", c.Figure, faults.ServiceList()))
+	case !hop && c.Dep != "":
+		errs = append(errs, fmt.Errorf("figure %s is not a hop's: drop dep", c.Figure))
 	case client && (c.Service != "" || c.Method != ""):
 		errs = append(errs, fmt.Errorf("figure %s is the clients', not a service's: drop service and method", c.Figure))
 	case strings.ContainsAny(c.Method, "/ "):
@@ -158,7 +177,7 @@ func Evaluate(checks []Check, r Results) []CheckResult {
 
 func (c Check) evaluate(r Results) CheckResult {
 	res := CheckResult{Check: c}
-	v, err := r.figure(c.Mode, c.Phase, c.Class, c.Figure, c.Service, c.Method)
+	v, err := r.figure(c.Mode, c.Phase, c.Class, c.Figure, c.Service, c.Method, c.Dep)
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -179,7 +198,7 @@ func (c Check) evaluate(r Results) CheckResult {
 		if c.Of.Phase != "" {
 			p = c.Of.Phase
 		}
-		ref, err := r.figure(m, p, c.Class, c.Figure, c.Service, c.Method)
+		ref, err := r.figure(m, p, c.Class, c.Figure, c.Service, c.Method, c.Dep)
 		if err != nil {
 			res.Error = err.Error()
 			return res
@@ -195,8 +214,9 @@ func (c Check) evaluate(r Results) CheckResult {
 }
 
 // figure reads one figure of one class in one mode, over the whole run
-// (phase "") or over one phase; a server figure is service's.
-func (r Results) figure(mode, phase, class, figure, service, method string) (float64, error) {
+// (phase "") or over one phase; a server figure is service's, a hop
+// figure the hop from service to dep's.
+func (r Results) figure(mode, phase, class, figure, service, method, dep string) (float64, error) {
 	i := slices.IndexFunc(r.Modes, func(m ModeResult) bool { return m.Mode == mode })
 	if i < 0 {
 		return math.NaN(), fmt.Errorf("mode %s did not run", mode)
@@ -212,6 +232,13 @@ func (r Results) figure(mode, phase, class, figure, service, method string) (flo
 	k := slices.IndexFunc(sums, func(s Summary) bool { return s.Class == class })
 	if k < 0 {
 		return math.NaN(), fmt.Errorf("class %s sent nothing in %s mode", class, mode)
+	}
+	if f, ok := HopFigureNames[figure]; ok {
+		v, ok := f(server, service+"/"+dep)
+		if !ok {
+			return math.NaN(), fmt.Errorf("%s → %s made no calls with a slice in %s mode", service, dep, mode)
+		}
+		return v, nil
 	}
 	if f, ok := ServerFigureNames[figure]; ok {
 		if sums[k].Requests == 0 {

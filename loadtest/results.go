@@ -89,6 +89,11 @@ type ServerFigures struct {
 	Retries     float64            `json:"retries"`
 	// DuplicateCharges are charges beyond one per logical checkout.
 	DuplicateCharges float64 `json:"duplicate_charges"`
+	// HeadroomMS is each hop's headroom over the span, by "service/dep":
+	// its slice minus the p99 of the calls it made, computed as the
+	// recording rule mercado:hop_headroom_seconds does. Negative: more
+	// than 1% of its calls ended at the cap.
+	HeadroomMS map[string]float64 `json:"headroom_ms,omitempty"`
 	// CPUSecondsPerGoodCheckout is the process's CPU time during the run
 	// divided by checkouts answered well in time (in-process runs only).
 	CPUSecondsPerGoodCheckout float64 `json:"cpu_seconds_per_good_checkout,omitempty"`

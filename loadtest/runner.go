@@ -498,6 +498,14 @@ func serverFigures(before, after Counters, requests int) ServerFigures {
 			s.MethodCalls[m] = d
 		}
 	}
+	for hop, h := range after.Hops {
+		if ms, ok := headroomMS(after.Caps[hop], before.Hops[hop], h); ok {
+			if s.HeadroomMS == nil {
+				s.HeadroomMS = map[string]float64{}
+			}
+			s.HeadroomMS[hop] = ms
+		}
+	}
 	for reason, v := range after.Skipped {
 		if d := v - before.Skipped[reason]; d > 0 {
 			s.Skipped[reason] = d

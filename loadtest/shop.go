@@ -46,6 +46,12 @@ type Counters struct {
 	// Methods by "service/Method" (the gRPC method's short name).
 	Requests map[string]float64
 	Methods  map[string]float64
+	// Hops are each outbound hop's duration histogram, every outcome
+	// together, by "service/dep"; Caps each hop's slice in seconds (its
+	// cap), by "service/dep". Their growth over a span gives the hop's
+	// headroom (ServerFigures.HeadroomMS).
+	Hops map[string]Histogram
+	Caps map[string]float64
 }
 
 // Gauges are the services' gauges at one moment.

@@ -151,7 +151,8 @@ func (s *Shop) Counters(ctx context.Context) (loadtest.Counters, error) {
 	if err != nil {
 		return loadtest.Counters{}, err
 	}
-	c := loadtest.Counters{Skipped: map[string]float64{}, Requests: map[string]float64{}, Methods: map[string]float64{}}
+	c := loadtest.Counters{Skipped: map[string]float64{}, Requests: map[string]float64{}, Methods: map[string]float64{},
+		Hops: map[string]loadtest.Histogram{}, Caps: map[string]float64{}}
 	for svc, f := range all {
 		c.LateCompletions += f.Sum(telemetry.NameLateCompletions, nil)
 		c.LateWorkSeconds += f.Sum(telemetry.NameLateWork, nil)
@@ -164,6 +165,12 @@ func (s *Shop) Counters(ctx context.Context) (loadtest.Counters, error) {
 		c.Requests[svc] = f.Sum(telemetry.NameRequests, nil)
 		for method, v := range f.ByLabel(telemetry.NameRequests, "method") {
 			c.Methods[svc+"/"+path.Base(method)] += v
+		}
+		for dep, h := range f.Histograms(telemetry.NameHopDuration, "dep") {
+			c.Hops[svc+"/"+dep] = h
+		}
+		for dep, v := range f.ByLabel(telemetry.NameHopCap, "dep") {
+			c.Caps[svc+"/"+dep] = v
 		}
 	}
 	c.DuplicateCharges = all["payments"].Sum("mercado_duplicate_charges", nil)

@@ -2,10 +2,12 @@ package driver
 
 import (
 	"context"
+	"math"
 
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/mercado-lab/mercado/internal/admin"
+	"github.com/mercado-lab/mercado/loadtest"
 )
 
 // Families are one scrape of a /metrics endpoint, by family name.
@@ -58,6 +60,36 @@ func (f Families) ByLabel(name, label string) map[string]float64 {
 				out[lp.GetValue()] += m.GetCounter().GetValue()
 			case m.GetGauge() != nil:
 				out[lp.GetValue()] += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// Histograms adds up a histogram family's series by the value of one
+// label (a hop's outcomes together, by dep): cumulative counts by upper
+// bound, +Inf last.
+func (f Families) Histograms(name, label string) map[string]loadtest.Histogram {
+	out := map[string]loadtest.Histogram{}
+	fam, ok := f[name]
+	if !ok {
+		return out
+	}
+	for _, m := range fam.GetMetric() {
+		h := m.GetHistogram()
+		if h == nil {
+			continue
+		}
+		var one loadtest.Histogram
+		for _, b := range h.GetBucket() {
+			one.Bounds = append(one.Bounds, b.GetUpperBound())
+			one.Counts = append(one.Counts, float64(b.GetCumulativeCount()))
+		}
+		one.Bounds = append(one.Bounds, math.Inf(1))
+		one.Counts = append(one.Counts, float64(h.GetSampleCount()))
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label {
+				out[lp.GetValue()] = out[lp.GetValue()].Add(one)
 			}
 		}
 	}
