@@ -49,6 +49,9 @@ type Options struct {
 	Log            *slog.Logger
 	// Routes are extra read routes of one service, by ServeMux pattern.
 	Routes map[string]http.Handler
+	// Budget returns the service's budget contract, served at
+	// GET /admin/budget (budgetcheck.Contract); nil serves none.
+	Budget func() any
 }
 
 // maxBody bounds an admin request body.
@@ -69,6 +72,9 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc("PUT /admin/faults/{method}", a.guard(a.putMethodFault))
 	mux.HandleFunc("DELETE /admin/faults", a.guard(a.clearFaults))
 	mux.HandleFunc("DELETE /admin/faults/{method}", a.guard(a.clearFaults))
+	if o.Budget != nil {
+		mux.HandleFunc("GET /admin/budget", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, o.Budget()) })
+	}
 	if o.Metrics != nil {
 		mux.Handle("GET /metrics", o.Metrics)
 	}

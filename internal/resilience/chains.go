@@ -237,12 +237,17 @@ func snapshotHTTP(settings *mode.Live) func(http.Handler) http.Handler {
 // classes are off); naive servers accept whatever they are given.
 func acceptedDeadline(settings *mode.Live, b deadline.Budgets) func(context.Context, deadline.Class) time.Duration {
 	return func(ctx context.Context, c deadline.Class) time.Duration {
-		s := settings.For(ctx)
-		if !s.Mechanisms.Admission {
-			return 0
-		}
-		return b.For(s.Class(c)).Max
+		return AcceptedDeadline(settings.For(ctx), b, c)
 	}
+}
+
+// AcceptedDeadline is the longest deadline a gRPC server with settings s
+// accepts for a request of class c (zero: any, or none at all).
+func AcceptedDeadline(s mode.Settings, b deadline.Budgets, c deadline.Class) time.Duration {
+	if !s.Mechanisms.Admission {
+		return 0
+	}
+	return b.For(s.Class(c)).Max
 }
 
 // requestPolicy is the deadline policy of the request a context belongs

@@ -125,6 +125,21 @@ func NewOutbound(o OutboundOptions) *Outbound {
 // Breaker returns the dependency's breaker.
 func (d *Outbound) Breaker() *breaker.Breaker { return d.breaker }
 
+// Attempts is how many times a call is tried in the mode s, at a layer
+// that retries blind in naive mode (naiveRetries) and is the one that
+// retries in budgeted mode (budgetedRetries), for an idempotent method:
+// the most a budgeted layer tries, since it stops when the next attempt
+// would not fit in the budget.
+func Attempts(s mode.Settings, naiveRetries, budgetedRetries bool) int {
+	switch {
+	case s.Mechanisms.Retries == mode.RetriesNaive && naiveRetries:
+		return retry.Naive().MaxAttempts
+	case s.Mechanisms.Retries == mode.RetriesBudgeted && budgetedRetries:
+		return DefaultAttempts
+	}
+	return 1
+}
+
 // retries is step 2 of ClientChain: the retry policy of a call to method
 // made in the mode s.
 func (d *Outbound) retries(s mode.Settings, method string) retry.Policy {

@@ -13,6 +13,9 @@ import (
 // (see drainingHTTP).
 func StartHTTP(ctx context.Context, k *Kit, h http.Handler) (*Process, error) {
 	srv := NewHTTPServer(h)
+	if k.writeTimeout > 0 {
+		srv.WriteTimeout = k.writeTimeout
+	}
 	// The edge counts its requests under one method (see deadline.Edge):
 	// exported at zero from the start, like a gRPC service's methods.
 	k.Metrics.Serving(deadline.EdgeMethod)

@@ -39,8 +39,12 @@ type Kit struct {
 	common    Common
 	routes    map[string]http.Handler
 	readiness func(context.Context) error
-	closers   []func()
-	closeOnce sync.Once
+	budget    BudgetOptions
+	// writeTimeout, when set, replaces WriteTimeout on the public HTTP
+	// server (StartHTTP).
+	writeTimeout time.Duration
+	closers      []func()
+	closeOnce    sync.Once
 }
 
 // SetReadiness sets a check for /readyz to run besides "not stopping":
@@ -57,6 +61,11 @@ func (k *Kit) ready(ctx context.Context) error {
 	}
 	return k.readiness(ctx)
 }
+
+// SetWriteTimeout sets the public HTTP server's write timeout (StartHTTP),
+// in place of WriteTimeout: the gateway's covers its longest budget. Call
+// it before the service starts.
+func (k *Kit) SetWriteTimeout(d time.Duration) { k.writeTimeout = d }
 
 // OnClose registers f to run when the process stops, after its work in
 // flight has drained: releasing what the service holds, such as its
@@ -154,5 +163,6 @@ func (k *Kit) AdminHandler() http.Handler {
 		Service: k.Name, Settings: k.Settings, Faults: k.Faults, Metrics: k.Metrics.Handler(),
 		Token: k.common.AdminToken, Peers: k.Peers, Log: k.Log, Routes: k.routes,
 		ConnectTimeout: k.common.ConnectTimeout,
+		Budget:         func() any { return k.Contract() },
 	})
 }

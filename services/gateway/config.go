@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/admin"
+	"github.com/mercado-lab/mercado/internal/budgetcheck"
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/resilience"
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
@@ -195,4 +199,42 @@ func (p *Peers) String() string {
 		parts[i] = x.Name + "=" + x.URL
 	}
 	return strings.Join(parts, ",")
+}
+
+// Calls are the gateway's calls to orders and catalog under the settings
+// s: their caps and flags, and how many times each is tried (naive mode
+// retries blind at this layer too; budgeted mode leaves retrying to
+// orders). `mercado budget check` and GET /admin/budget read them.
+func (c Config) Calls(s mode.Settings) []budgetcheck.Call {
+	attempts := resilience.Attempts(s, true, false)
+	return []budgetcheck.Call{
+		{From: faults.ServiceGateway, To: faults.ServiceOrders, Dep: "orders", Setting: "--orders-cap", Cap: c.OrdersCap,
+			Attempts: attempts, Criticality: budgetcheck.Critical, Stage: 1, Route: "Checkout", Method: "Checkout"},
+		{From: faults.ServiceGateway, To: faults.ServiceCatalog, Dep: "catalog", Setting: "--browse-cap", Cap: c.CatalogCap,
+			Attempts: attempts, Criticality: budgetcheck.Critical, Stage: 1, Route: faults.CatalogListProducts, Method: faults.CatalogListProducts},
+	}
+}
+
+// Accepts is the longest deadline the edge gives a request of class k
+// under the settings s: the class's maximum when the edge puts the budget
+// on the request (interactive's when classes are off); zero otherwise.
+func (c Config) Accepts(s mode.Settings, k deadline.Class) time.Duration {
+	if !s.Mechanisms.EdgeDeadline {
+		return 0
+	}
+	return c.Budgets().For(s.Class(k)).Max
+}
+
+// WriteTimeout is the public HTTP server's write timeout: the longest
+// budget any class may ask for, plus the usual time to write an answer,
+// so that the server never cuts an answer the budget still allows.
+func (c Config) WriteTimeout() time.Duration {
+	b := c.Budgets()
+	longest := max(b.For(deadline.Interactive).Max, b.For(deadline.Background).Max, b.For(deadline.Batch).Max)
+	return longest + serve.WriteTimeout
+}
+
+// Edge is what the gateway decides at the edge, for the budget check.
+func (c Config) Edge() *budgetcheck.Edge {
+	return &budgetcheck.Edge{Service: faults.ServiceGateway, Budgets: c.Budgets(), WriteTimeout: c.WriteTimeout()}
 }

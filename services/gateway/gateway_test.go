@@ -546,3 +546,13 @@ func TestRoutes(t *testing.T) {
 		})
 	}
 }
+
+// The public server's write timeout outlasts every class's longest
+// budget, so it never cuts an answer the budget still allows.
+func TestWriteTimeoutOutlastsEveryBudget(t *testing.T) {
+	cfg := gateway.DefaultConfig()
+	cfg.Batch.Max = 45 * time.Minute
+	if got := cfg.WriteTimeout(); got <= 45*time.Minute {
+		t.Fatalf("write timeout %v is not above batch's 45m maximum", got)
+	}
+}

@@ -1,10 +1,12 @@
 package orders
 
 import (
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
 
+	"github.com/mercado-lab/mercado/internal/budgetcheck"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/resilience"
 	"github.com/mercado-lab/mercado/internal/resilience/breaker"
@@ -78,11 +80,50 @@ func newDependencies(kit *serve.Kit, cfg Config) dependencies {
 	// The optional estimate gets one try in its short slice, and the audit
 	// queue does its own retrying, with backoff, outside any request.
 	return dependencies{
-		catalog:  dep("catalog", cfg.CatalogCap, true),
-		fraud:    dep("fraud", cfg.FraudCap, true),
-		payments: dep("payments", cfg.PaymentsCap, true),
-		shipping: dep("shipping", cfg.ShippingCap, true),
-		estimate: dep(estimateDep, cfg.EstimateCap, false),
-		audit:    dep(auditDep, AuditTimeout, false),
+		catalog:  dep("catalog", cfg.CatalogCap, retriedInBudget("catalog")),
+		fraud:    dep("fraud", cfg.FraudCap, retriedInBudget("fraud")),
+		payments: dep("payments", cfg.PaymentsCap, retriedInBudget("payments")),
+		shipping: dep("shipping", cfg.ShippingCap, retriedInBudget("shipping")),
+		estimate: dep(estimateDep, cfg.EstimateCap, retriedInBudget(estimateDep)),
+		audit:    dep(auditDep, AuditTimeout, retriedInBudget(auditDep)),
 	}
+}
+
+// retriedInBudget says whether orders, the one layer that retries in
+// budgeted mode, retries calls to dep: all but the optional estimate,
+// which gets one try in its short slice, and the audit trail, whose queue
+// does its own retrying outside any request.
+func retriedInBudget(dep string) bool { return dep != estimateDep && dep != auditDep }
+
+// capFlags name the flag that sets each dependency's cap (config.go);
+// the audit write's is AuditTimeout, fixed.
+var capFlags = map[string]string{
+	"catalog": "--catalog-cap", "fraud": "--fraud-cap", "payments": "--payments-cap",
+	"shipping": "--shipping-cap", estimateDep: "--estimate-cap",
+}
+
+// Calls are the checkout's calls (Graph) under the settings s, as
+// `mercado budget check` and GET /admin/budget read them: each one's cap
+// and flag, how many times it is tried, how the mechanisms in force treat
+// it, and its place in the checkout — the reservation and the fraud
+// screen in one stage, at once when the fan-out is parallel, then the
+// charge, the booking, and the estimate and the audit write.
+func (c Config) Calls(s mode.Settings) []budgetcheck.Call {
+	var out []budgetcheck.Call
+	parallel := s.Mechanisms.Fanout == mode.FanoutParallel
+	for i, d := range Graph(c) {
+		to, method, _ := strings.Cut(d.Call, ".")
+		stage := i + 1
+		if d.Name == "fraud" && parallel {
+			stage = 1
+		}
+		crit := d.treatment(s.Mechanisms)
+		out = append(out, budgetcheck.Call{
+			From: "orders", To: to, Dep: d.Name, Setting: capFlags[d.Name], Cap: d.Slice,
+			Attempts:    resilience.Attempts(s, true, retriedInBudget(d.Name)),
+			Criticality: string(crit), Stage: stage, Parallel: stage == 1 && parallel,
+			Route: "Checkout", Method: method,
+		})
+	}
+	return out
 }

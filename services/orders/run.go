@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/mercado-lab/mercado/internal/dial"
+	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/serve"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 	ordersv1 "github.com/mercado-lab/mercado/proto/orders/v1"
@@ -29,6 +30,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	if err != nil {
 		return nil, err
 	}
+	// Its contract: a checkout's own work is its final write.
+	kit.SetBudget(serve.BudgetOptions{Calls: cfg.Calls, Work: map[string]string{"Checkout": faults.OrdersFinish}})
 	store, keys, err := newStores(ctx, cfg, kit)
 	if err != nil {
 		kit.Close()
