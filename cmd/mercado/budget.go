@@ -30,6 +30,8 @@ func runBudget(ctx context.Context, args []string, getenv func(string) string, s
 	switch sub, rest := args[0], args[1:]; sub {
 	case "plan":
 		return runBudgetPlan(ctx, rest, getenv, stdout, stderr)
+	case "check":
+		return runBudgetCheck(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, budgetUsage)
 		return nil
