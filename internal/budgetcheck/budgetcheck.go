@@ -126,13 +126,14 @@ const (
 	RuleFloorAboveBudget  = "floor_above_budget"
 	RuleCapBelowFloor     = "cap_below_floor"
 	RuleCapBelowP99       = "cap_below_p99"
+	RuleConnectTimeout    = "connect_timeout_above_budget"
 	RuleNeedAboveBudget   = "contract_need_above_budget"
 	RulePromiseAboveWait  = "contract_promise_above_wait"
 )
 
 // Rules lists every rule, for the docs and the usage text.
 func Rules() []string {
-	return []string{RuleUnbounded, RuleCapAboveBudget, RuleWriteTimeout, RuleRetriesMultiplied, RuleCapsExceedBudget,
+	return []string{RuleUnbounded, RuleCapAboveBudget, RuleWriteTimeout, RuleConnectTimeout, RuleRetriesMultiplied, RuleCapsExceedBudget,
 		RuleMarginFloor, RuleFloorAboveBudget, RuleCapBelowFloor, RuleCapBelowP99, RuleNeedAboveBudget, RulePromiseAboveWait}
 }
 
@@ -215,6 +216,7 @@ func Check(s Shop) []Finding {
 	out = append(out, s.unbounded()...)
 	out = append(out, s.capsAboveBudget()...)
 	out = append(out, s.writeTimeout()...)
+	out = append(out, s.connectTimeouts()...)
 	out = append(out, s.retries()...)
 	out = append(out, s.capsExceedBudget()...)
 	out = append(out, s.marginFloor()...)
@@ -323,6 +325,56 @@ func (s Shop) writeTimeout() []Finding {
 			Problem: fmt.Sprintf("a %s request may ask for %s, but the HTTP server's write timeout (%s) cuts any answer written later",
 				class, ms(b.Max), ms(e.WriteTimeout)),
 			Fix: fmt.Sprintf("keep %s below the write timeout %s", maxBudgetFlag(class), ms(e.WriteTimeout))})
+	}
+	return out
+}
+
+// GRPCDefaultConnect bounds an attempt to connect when nothing else
+// does: gRPC's own default.
+const GRPCDefaultConnect = 20 * time.Second
+
+// connectTimeouts: a connect timeout longer than the request budget lets
+// one dependency whose address accepts nothing spend all of it on the
+// handshake. The budget is the longest a request can carry at the
+// caller, or, where it carries none, what the client waits at the edge.
+func (s Shop) connectTimeouts() []Finding {
+	type key struct {
+		ct, budget time.Duration
+		set, what  string
+	}
+	var keys []key
+	names := map[key][]string{}
+	for _, svc := range s.Services {
+		if !slices.ContainsFunc(s.Calls, func(c Call) bool { return c.From == svc.Name && c.Criticality != FireForward }) {
+			continue
+		}
+		k := key{ct: svc.Settings.ConnectTimeout(), set: "--connect-timeout=" + ms(svc.Settings.Connect)}
+		if k.ct <= 0 {
+			k.ct, k.set = GRPCDefaultConnect, fmt.Sprintf("connect_timeout off (gRPC's default, %s)", ms(GRPCDefaultConnect))
+		}
+		k.budget = forever
+		for _, class := range s.Classes() {
+			if h := s.Holds(svc.Name, class); h < k.budget {
+				k.budget, k.what = h, fmt.Sprintf("the longest %s budget a request can hold there", class)
+			}
+		}
+		if k.budget == forever {
+			k.budget, k.what = s.Edge.Budgets.For(deadline.Interactive).Default, "the interactive budget the client waits"
+		}
+		if k.ct < k.budget {
+			continue
+		}
+		if names[k] == nil {
+			keys = append(keys, k)
+		}
+		names[k] = append(names[k], svc.Name)
+	}
+	var out []Finding
+	for _, k := range keys {
+		who := strings.Join(names[k], ", ")
+		out = append(out, Finding{Rule: RuleConnectTimeout, Where: who, Setting: k.set + " at " + who,
+			Problem: fmt.Sprintf("an attempt to connect may take %s, not less than %s (%s): a dependency whose address accepts nothing spends the whole request on the handshake", ms(k.ct), k.what, ms(k.budget)),
+			Fix:     "bound connecting apart from the call, well under the budget: --mechanisms connect_timeout=on with --connect-timeout (the lessons' 2s)"})
 	}
 	return out
 }
@@ -600,21 +652,20 @@ func (s Shop) marginFloor() []Finding {
 	return out
 }
 
-// capsBelowP99: a cap below the dependency's observed p99 manufactures
-// failures for requests that would have succeeded.
+// capsBelowP99: a cap below the dependency's p99 manufactures failures
+// for requests that would have succeeded. A capped call never lasts much
+// longer than its cap, so the sign is in the outcomes: more than one call
+// in a hundred ran into the cap.
 func (s Shop) capsBelowP99() []Finding {
 	var out []Finding
 	for _, c := range s.Calls {
-		if c.Cap <= 0 || (c.ObservedP99 <= c.Cap && c.TimedOut <= 0.01) {
+		if c.Cap <= 0 || c.TimedOut <= 0.01 {
 			continue
 		}
-		seen := fmt.Sprintf("observed p99 of %s", ms(c.ObservedP99.Round(time.Millisecond)))
-		if c.TimedOut > 0.01 {
-			seen = fmt.Sprintf("p99 (%.1f%% of its calls ran into the cap)", 100*c.TimedOut)
-		}
 		out = append(out, Finding{Rule: RuleCapBelowP99, Where: where(c), Setting: setting(c),
-			Problem: fmt.Sprintf("the cap is below %s's %s: more than one call in a hundred fails that would have succeeded", c.Dep, seen),
-			Fix:     fmt.Sprintf("raise %s to the p99 plus a margin (about %s), or make %s faster", flagOr(c), ms((c.ObservedP99 * 5 / 4).Round(time.Millisecond)), c.Dep)})
+			Problem: fmt.Sprintf("the cap is below %s's p99: %.1f%% of %d calls ran into it, and each of them fails a request that might have succeeded",
+				c.Dep, 100*c.TimedOut, c.Observed),
+			Fix: fmt.Sprintf("raise %s above %s's p99 plus a margin (its contract's need says how much it takes), or make %s faster", flagOr(c), c.Dep, c.Dep)})
 	}
 	return out
 }

@@ -11,7 +11,7 @@ import (
 
 // shopOf is a three-hop shop, edge → mid → leaf, every service in mode m.
 func shopOf(m mode.Mode, midCap, leafCap time.Duration, attempts int) Shop {
-	st := mode.Settings{Mode: m, Mechanisms: m.Mechanisms(), Margin: 3 * time.Millisecond, Floor: 20 * time.Millisecond}
+	st := mode.Settings{Mode: m, Mechanisms: m.Mechanisms(), Margin: 3 * time.Millisecond, Floor: 20 * time.Millisecond, Connect: 2 * time.Second}
 	acc := map[deadline.Class]time.Duration{}
 	if st.Mechanisms.Admission {
 		for _, c := range []deadline.Class{deadline.Interactive, deadline.Background, deadline.Batch} {
@@ -167,16 +167,41 @@ func TestMarginAndFloor(t *testing.T) {
 
 func TestCapBelowObservedP99(t *testing.T) {
 	s := shopOf(mode.Budgeted, 0, 300*time.Millisecond, 1)
-	s.Calls[1].ObservedP99 = 280 * time.Millisecond
+	s.Calls[1].ObservedP99, s.Calls[1].Observed = 280*time.Millisecond, 200
 	if has(Check(s), RuleCapBelowP99) {
 		t.Fatal("a p99 under the cap reported")
 	}
-	s.Calls[1].ObservedP99 = 350 * time.Millisecond
-	if !has(Check(s), RuleCapBelowP99) {
-		t.Fatal("a p99 above the cap not reported")
+	s.Calls[1].TimedOut = 0.01
+	if has(Check(s), RuleCapBelowP99) {
+		t.Fatal("1% of calls at the cap is the p99 itself, not above it")
 	}
 	s.Calls[1].ObservedP99, s.Calls[1].TimedOut = 299*time.Millisecond, 0.05
-	if f := Check(s); !has(f, RuleCapBelowP99) || !strings.Contains(f[0].Problem, "5.0% of its calls ran into the cap") {
+	if f := Check(s); !has(f, RuleCapBelowP99) || !strings.Contains(f[0].Problem, "5.0% of 200 calls ran into it") {
 		t.Fatalf("calls timing out at the cap are a p99 above it: %+v", f)
+	}
+}
+
+func TestConnectTimeoutAboveBudget(t *testing.T) {
+	// Budgeted: 2s to connect, under the 10s a request can hold.
+	if f := Check(shopOf(mode.Budgeted, 0, 300*time.Millisecond, 1)); has(f, RuleConnectTimeout) {
+		t.Fatalf("2s under a 10s budget reported: %+v", f)
+	}
+	// Naive: gRPC's 20s, and no deadline: against the client's 1.2s.
+	f := Check(shopOf(mode.Naive, time.Second, 300*time.Millisecond, 1))
+	var got []Finding
+	for _, x := range f {
+		if x.Rule == RuleConnectTimeout {
+			got = append(got, x)
+		}
+	}
+	if len(got) != 1 || got[0].Where != "edge, mid" || !strings.Contains(got[0].Setting, "gRPC's default, 20s") || !strings.Contains(got[0].Problem, "1.2s") {
+		t.Fatalf("want edge and mid's 20s connect above the 1.2s budget, one finding, got %+v", got)
+	}
+	// Budgeted, with a connect timeout past the longest budget.
+	s := shopOf(mode.Budgeted, 0, 300*time.Millisecond, 1)
+	s.Edge.Budgets.Interactive = deadline.ClassBudget{Default: time.Second, Max: 1500 * time.Millisecond}
+	s.Services[0].Settings.Mechanisms.Classes = false
+	if f := Check(s); !has(f, RuleConnectTimeout) {
+		t.Fatalf("2s connect over a 1.5s longest budget not reported: %+v", f)
 	}
 }

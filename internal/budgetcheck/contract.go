@@ -19,6 +19,9 @@ type Contract struct {
 	Mechanisms mode.Mechanisms `json:"mechanisms"`
 	MarginMS   float64         `json:"margin_ms"`
 	FloorMS  float64   `json:"floor_ms"`
+	// ConnectTimeoutMS is the --connect-timeout figure, in force while
+	// the connect_timeout mechanism is on (gRPC's default, 20 s, when off).
+	ConnectTimeoutMS float64 `json:"connect_timeout_ms"`
 	// HonoursDeadline: the service answers by its caller's deadline
 	// (honour_cancel and admission on), so it never makes its caller
 	// wait past it.
@@ -64,7 +67,8 @@ func FromContracts(source string, contracts []Contract) Shop {
 	s := Shop{Source: source, Contracts: contracts}
 	for _, c := range contracts {
 		svc := Service{Name: c.Service, Accepts: map[deadline.Class]time.Duration{},
-			Settings: mode.Settings{Mode: c.Mode, Mechanisms: c.Mechanisms, Margin: fromMS(c.MarginMS), Floor: fromMS(c.FloorMS)}}
+			Settings: mode.Settings{Mode: c.Mode, Mechanisms: c.Mechanisms, Margin: fromMS(c.MarginMS), Floor: fromMS(c.FloorMS),
+				Connect: fromMS(c.ConnectTimeoutMS)}}
 		for _, a := range c.Accepts {
 			svc.Accepts[a.Class] = fromMS(a.MS)
 		}
@@ -152,7 +156,7 @@ type Promise struct {
 // given deadlines per class, makes calls, and whose own work per route
 // (method) takes own.
 func Publish(name string, s mode.Settings, accepts map[deadline.Class]time.Duration, calls []Call, own map[string]time.Duration) Contract {
-	c := Contract{Service: name, Mode: s.Mode, Mechanisms: s.Mechanisms, MarginMS: msf(s.Margin), FloorMS: msf(s.Floor),
+	c := Contract{Service: name, Mode: s.Mode, Mechanisms: s.Mechanisms, MarginMS: msf(s.Margin), FloorMS: msf(s.Floor), ConnectTimeoutMS: msf(s.Connect),
 		HonoursDeadline: s.Mechanisms.HonourCancel && s.Mechanisms.Admission}
 	classes := []deadline.Class{deadline.Interactive, deadline.Background, deadline.Batch}
 	for _, class := range classes {
@@ -284,9 +288,9 @@ func (s Shop) contracts() []Finding {
 			if n, ok := callee.need(call.Method, class); ok && !needs && typical != forever && fromMS(n.MS) > typical {
 				needs = true
 				out = append(out, Finding{Rule: RuleNeedAboveBudget, Where: where(call), Setting: setting(call),
-					Problem: fmt.Sprintf("%s gives a %s %s at most %s, and %s needs %s for it (%s)",
-						call.From, class, call.Method, ms(typical), call.To, ms(fromMS(n.MS).Round(time.Millisecond)), n.Source),
-					Fix: fmt.Sprintf("raise %s or the %s budget, or make %s's %s faster", flagOr(call), class, call.To, call.Method)})
+					Problem: fmt.Sprintf("%s gives %s at %s at most %s (%s), and %s's contract needs %s for it (%s)",
+						call.From, call.Method, call.To, ms(typical), class, call.To, ms(fromMS(n.MS).Round(time.Millisecond)), n.Source),
+					Fix: fmt.Sprintf("raise %s or the %s budget, or make %s at %s faster", flagOr(call), class, call.Method, call.To)})
 			}
 			p, ok := callee.promise(class)
 			if !ok || promises || wait == forever || (p.ByDeadline && p.Bounded) {
@@ -300,8 +304,8 @@ func (s Shop) contracts() []Finding {
 				promised = ms(fromMS(p.MS).Round(time.Millisecond))
 			}
 			out = append(out, Finding{Rule: RulePromiseAboveWait, Where: where(call), Setting: setting(call),
-				Problem: fmt.Sprintf("%s waits at most %s for a %s %s, and %s promises to answer within %s, not by its caller's deadline: it works on for nobody",
-					call.From, ms(wait), class, call.Method, call.To, promised),
+				Problem: fmt.Sprintf("%s waits at most %s for %s at %s (%s), and %s promises to answer within %s, not by its caller's deadline: it works on for nobody",
+					call.From, ms(wait), call.Method, call.To, class, call.To, promised),
 				Fix: fmt.Sprintf("make %s keep its caller's deadline (--mechanisms honour_cancel=on,admission=on)", call.To)})
 			promises = true
 		}

@@ -43,6 +43,11 @@ func (k *Kit) Contract() budgetcheck.Contract {
 	}
 	for i, c := range calls {
 		st := k.Metrics.HopStats(c.Dep)
+		// A capped call lasts its cap at most: a p99 past it is the
+		// histogram's interpolation inside a wide bucket.
+		if c.Cap > 0 && st.P99 > c.Cap {
+			st.P99 = c.Cap
+		}
 		calls[i].ObservedP99, calls[i].TimedOut, calls[i].Observed = st.P99, st.TimedOut, st.Calls
 	}
 	accepts := map[deadline.Class]time.Duration{}
