@@ -18,7 +18,7 @@ type Contract struct {
 	Mode       mode.Mode       `json:"mode"`
 	Mechanisms mode.Mechanisms `json:"mechanisms"`
 	MarginMS   float64         `json:"margin_ms"`
-	FloorMS  float64   `json:"floor_ms"`
+	FloorMS    float64         `json:"floor_ms"`
 	// ConnectTimeoutMS is the --connect-timeout figure, in force while
 	// the connect_timeout mechanism is on (gRPC's default, 20 s, when off).
 	ConnectTimeoutMS float64 `json:"connect_timeout_ms"`
