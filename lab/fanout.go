@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -142,18 +141,12 @@ func Fanout(ctx context.Context, cfg FanoutConfig, log *slog.Logger) (FanoutResu
 // fanoutWayRun measures one way's checkout, again when a stall of this
 // process decided a try (up to maxTries).
 func fanoutWayRun(ctx context.Context, cfg FanoutConfig, way fanoutWay, log *slog.Logger) (FanoutRun, error) {
-	var again []string
-	for try := 1; ; try++ {
-		r, stalled, err := fanoutOnce(ctx, cfg, way, log)
-		if err != nil {
-			return FanoutRun{}, err
-		}
-		if stalled == "" || try == maxTries {
-			r.MeasuredAgain, r.Disturbed = again, stalled
-			return r, nil
-		}
-		again = append(again, stalled)
+	r, again, stalled, err := untilUndisturbed(func() (FanoutRun, string, error) { return fanoutOnce(ctx, cfg, way, log) })
+	if err != nil {
+		return FanoutRun{}, err
 	}
+	r.MeasuredAgain, r.Disturbed = again, stalled
+	return r, nil
 }
 
 // fanoutOnce measures one checkout on a fresh shop run way. It says why,
@@ -256,11 +249,7 @@ func (c FanoutConfig) hopCap(name string) time.Duration {
 }
 
 // WriteJSON writes r as indented JSON.
-func (r FanoutResult) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func (r FanoutResult) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteTable writes the exercise's three tables from the measured runs.
 func (r FanoutResult) WriteTable(w io.Writer, cfg FanoutConfig) {

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -130,18 +129,12 @@ func Lesson7(ctx context.Context, cfg Lesson7Config, log *slog.Logger) (Lesson7R
 // lesson7Mode measures one mode's checkout, again when a stall of this
 // process decided a try (up to maxTries).
 func lesson7Mode(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.Logger) (ModeResult, error) {
-	var again []string
-	for try := 1; ; try++ {
-		r, stalled, err := lesson7Once(ctx, cfg, m, log)
-		if err != nil {
-			return ModeResult{}, err
-		}
-		if stalled == "" || try == maxTries {
-			r.MeasuredAgain, r.Disturbed = again, stalled
-			return r, nil
-		}
-		again = append(again, stalled)
+	r, again, stalled, err := untilUndisturbed(func() (ModeResult, string, error) { return lesson7Once(ctx, cfg, m, log) })
+	if err != nil {
+		return ModeResult{}, err
 	}
+	r.MeasuredAgain, r.Disturbed = again, stalled
+	return r, nil
 }
 
 // lesson7Once measures one checkout on a fresh shop in mode m. It says
@@ -256,11 +249,7 @@ func capOf(cfg Lesson7Config, name string) time.Duration {
 }
 
 // WriteJSON writes r as indented JSON.
-func (r Lesson7Result) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func (r Lesson7Result) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteTable writes the lesson's two tables from the measured runs.
 func (r Lesson7Result) WriteTable(w io.Writer, cfg Lesson7Config) {

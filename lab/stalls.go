@@ -24,6 +24,21 @@ import (
 // that a stall decided, marked as such.
 const maxTries = 5
 
+// untilUndisturbed runs once again while a stall of this process rather
+// than the budget decided its try, up to maxTries. It returns the last
+// try, why each earlier one was measured again, and why the last one was
+// disturbed when every try was ("" when it was not).
+func untilUndisturbed[R any](once func() (R, string, error)) (R, []string, string, error) {
+	var again []string
+	for try := 1; ; try++ {
+		r, stalled, err := once()
+		if err != nil || stalled == "" || try == maxTries {
+			return r, again, stalled, err
+		}
+		again = append(again, stalled)
+	}
+}
+
 // stall is a stretch in which this process did not run: it ended at end
 // and lasted took.
 type stall struct {

@@ -121,18 +121,12 @@ func Waterfall(ctx context.Context, cfg WaterfallConfig, log *slog.Logger) (Wate
 	if err := cfg.Validate(); err != nil {
 		return WaterfallResult{}, err
 	}
-	var again []string
-	for try := 1; ; try++ {
-		r, stalled, err := waterfallOnce(ctx, cfg, log)
-		if err != nil {
-			return WaterfallResult{}, err
-		}
-		if stalled == "" || try == maxTries {
-			r.MeasuredAgain, r.Disturbed = again, stalled
-			return r, nil
-		}
-		again = append(again, stalled)
+	r, again, stalled, err := untilUndisturbed(func() (WaterfallResult, string, error) { return waterfallOnce(ctx, cfg, log) })
+	if err != nil {
+		return WaterfallResult{}, err
 	}
+	r.MeasuredAgain, r.Disturbed = again, stalled
+	return r, nil
 }
 
 // waterfallOnce is one try of the waterfall. It says why, when a stall of
@@ -330,11 +324,7 @@ func awaitSettled(ctx context.Context, client *http.Client, url string, within t
 }
 
 // WriteJSON writes r as indented JSON.
-func (r WaterfallResult) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func (r WaterfallResult) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteTable writes the seed's waterfall table from the measured run, and
 // what became of the order: every sentence from a measured figure.
