@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -290,11 +289,7 @@ func holdRate(ctx context.Context, base string, rate float64, cfg CapacityConfig
 }
 
 // WriteJSON writes the result as indented JSON.
-func (r CapacityResult) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func (r CapacityResult) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteTable writes every step and the verdict.
 func (r CapacityResult) WriteTable(w io.Writer) {

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -233,11 +232,7 @@ func summaryOf(sums []loadtest.Summary, class string) loadtest.Summary {
 }
 
 // WriteJSON writes r as indented JSON.
-func (r IsolationResult) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func (r IsolationResult) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteTable writes the two modes side by side.
 func (r IsolationResult) WriteTable(w io.Writer) {

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -100,4 +101,12 @@ func lessonOutcome(o string) string {
 		return "skipped"
 	}
 	return "error"
+}
+
+// writeJSON writes a lab's result as indented JSON, the form of every
+// lab's --json.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
