@@ -29,9 +29,11 @@ type FanoutConfig struct {
 // and the fraud screen 300 ms, independent of each other; payments takes
 // 500 ms and needs both; shipping is fast. In series the worst case is
 // 1050 ms; with catalog ∥ fraud it is max(250, 300) + 500 = 800 ms.
+//
+// The margin is replayMargin.
 func DefaultFanout() FanoutConfig {
 	return FanoutConfig{
-		Deadline: 900 * time.Millisecond, Margin: serve.DefaultMargin, Floor: serve.DefaultFloor,
+		Deadline: 900 * time.Millisecond, Margin: replayMargin, Floor: serve.DefaultFloor,
 		CatalogCap: 300 * time.Millisecond, FraudCap: 400 * time.Millisecond,
 		PaymentsCap: 800 * time.Millisecond, ShippingCap: 300 * time.Millisecond,
 		CatalogLatency: 250 * time.Millisecond, FraudLatency: 300 * time.Millisecond,

@@ -26,11 +26,11 @@ type Lesson7Config struct {
 
 // DefaultLesson7 is the lesson's run: a 1200 ms deadline; catalog (cap 300)
 // takes 280, payments (cap 800) takes 760, and shipping (cap 300) is
-// degraded: its carrier hangs far past any cap. Margin and floor are the
-// services' defaults.
+// degraded: its carrier hangs far past any cap. The floor is the services'
+// default; the margin is replayMargin.
 func DefaultLesson7() Lesson7Config {
 	return Lesson7Config{
-		Deadline: 1200 * time.Millisecond, Margin: serve.DefaultMargin, Floor: serve.DefaultFloor,
+		Deadline: 1200 * time.Millisecond, Margin: replayMargin, Floor: serve.DefaultFloor,
 		CatalogCap: 300 * time.Millisecond, PaymentsCap: 800 * time.Millisecond, ShippingCap: 300 * time.Millisecond,
 		CatalogLatency: 280 * time.Millisecond, PaymentsLatency: 760 * time.Millisecond, ShippingLatency: 5 * time.Second,
 	}
