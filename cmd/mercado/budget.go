@@ -12,12 +12,13 @@ import (
 	"github.com/mercado-lab/mercado/internal/budget"
 )
 
-const budgetUsage = `Usage: mercado budget <plan|check> [flags]
+const budgetUsage = `Usage: mercado budget <plan|check|suggest> [flags]
 
 Timeout budgets, planned and checked (docs/budgets.md):
 
   plan FILE    divide a target along a call graph in proportion to p99
   check        the guardrails over the shop's configuration
+  suggest      caps and a connect timeout from a running shop's p99s
 
 Run a subcommand with --help to see its flags.
 `
@@ -25,18 +26,20 @@ Run a subcommand with --help to see its flags.
 func runBudget(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, budgetUsage)
-		return usagef("budget: name a subcommand: plan or check")
+		return usagef("budget: name a subcommand: plan, check or suggest")
 	}
 	switch sub, rest := args[0], args[1:]; sub {
 	case "plan":
 		return runBudgetPlan(ctx, rest, getenv, stdout, stderr)
 	case "check":
 		return runBudgetCheck(ctx, rest, getenv, stdout, stderr)
+	case "suggest":
+		return runBudgetSuggest(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, budgetUsage)
 		return nil
 	default:
-		return usagef("budget: unknown subcommand %q (want plan or check)", sub)
+		return usagef("budget: unknown subcommand %q (want plan, check or suggest)", sub)
 	}
 }
 

@@ -79,7 +79,7 @@ func TestBudgetPlan(t *testing.T) {
 		{"bad file", []string{"budget", "plan", bad}, `mercado: budget plan: ` + bad + `:3: call a: p99 "2 seconds": want a duration such as 120ms or 2s`},
 		{"no file", []string{"budget", "plan"}, "mercado: budget plan: name a call graph file (--help shows its shape)"},
 		{"missing file", []string{"budget", "plan", filepath.Join(dir, "nope.yaml")}, "no such file"},
-		{"no subcommand", []string{"budget"}, "mercado: budget: name a subcommand: plan or check"},
+		{"no subcommand", []string{"budget"}, "mercado: budget: name a subcommand: plan, check or suggest"},
 		{"unknown subcommand", []string{"budget", "spend"}, `mercado: budget: unknown subcommand "spend"`},
 		{"bad flag", []string{"budget", "plan", bad, "--yaml"}, "flag provided but not defined: -yaml"},
 	} {

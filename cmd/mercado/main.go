@@ -29,7 +29,7 @@ Usage:
   mercado load --gateway URL --admin URL --scenario NAME|FILE
   mercado mode [naive|budgeted] [flags]       (a running shop)
   mercado fault <service> [flags]             (a running service)
-  mercado budget <plan|check> [flags]         (plan an allocation, check the guardrails)
+  mercado budget <plan|check|suggest> [flags] (plan an allocation, check the guardrails, suggest caps)
   mercado healthcheck URL                     (exit 0 when URL answers 200; for images)
   mercado version
   mercado help

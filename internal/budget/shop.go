@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -12,7 +13,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/mercado-lab/mercado/internal/admin"
+	"github.com/mercado-lab/mercado/internal/budgetcheck"
 	"github.com/mercado-lab/mercado/internal/telemetry"
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // Observed is what a running shop measured of each dependency: the p99 of
@@ -27,34 +30,53 @@ type Observed struct {
 const (
 	labelService = "service"
 	labelDep     = "dep"
+	labelOutcome = "outcome"
 )
 
 // Observe reads the hop histograms of every service of the shop whose
 // gateway admin API is at url: the gateway's own /metrics, and those of
 // the peers it lists (GET /admin/peers).
 func Observe(ctx context.Context, url, token string) (Observed, error) {
+	hists, _, err := scrapeHops(ctx, url, token)
+	if err != nil {
+		return Observed{}, err
+	}
+	o := Observed{P99: map[string]time.Duration{}, Count: map[string]uint64{}}
+	for k, h := range hists {
+		if h.hist.GetSampleCount() == 0 {
+			continue
+		}
+		o.P99[k] = Quantile(0.99, h.hist)
+		o.Count[k] = h.hist.GetSampleCount()
+	}
+	return o, nil
+}
+
+// hop is one dependency's merged histogram and how many of its calls
+// timed out.
+type hop struct {
+	hist     *dto.Histogram
+	timedOut uint64
+}
+
+// scrapeHops reads every service's hop histograms, by "service/dep", and
+// the admin clients of the services (the gateway's first).
+func scrapeHops(ctx context.Context, url, token string) (map[string]*hop, []admin.Client, error) {
 	gw := admin.Client{URL: strings.TrimSuffix(url, "/"), Token: token}
 	peers, err := gw.Peers(ctx)
 	if err != nil {
-		return Observed{}, fmt.Errorf("--from %s: %w", url, err)
+		return nil, nil, fmt.Errorf("--from %s: %w", url, err)
 	}
-	o := Observed{P99: map[string]time.Duration{}, Count: map[string]uint64{}}
-	hists := map[string]*dto.Histogram{}
-	for _, c := range append([]admin.Client{gw}, peerClients(peers, token)...) {
+	hists := map[string]*hop{}
+	clients := append([]admin.Client{gw}, peerClients(peers, token)...)
+	for _, c := range clients {
 		fams, err := c.Metrics(ctx)
 		if err != nil {
-			return Observed{}, fmt.Errorf("--from %s: %w", url, err)
+			return nil, nil, fmt.Errorf("--from %s: %w", url, err)
 		}
 		addHops(hists, fams[telemetry.NameHopDuration])
 	}
-	for k, h := range hists {
-		if h.GetSampleCount() == 0 {
-			continue
-		}
-		o.P99[k] = Quantile(0.99, h)
-		o.Count[k] = h.GetSampleCount()
-	}
-	return o, nil
+	return hists, clients, nil
 }
 
 func peerClients(peers []admin.Peer, token string) []admin.Client {
@@ -65,43 +87,49 @@ func peerClients(peers []admin.Peer, token string) []admin.Client {
 	return out
 }
 
-// addHops merges fam's histograms into hists by service/dep, summing every
-// outcome's buckets.
-func addHops(hists map[string]*dto.Histogram, fam *dto.MetricFamily) {
+// addHops merges fam's histograms into hists by service/dep, summing the
+// buckets of every outcome but skipped (a skipped call took no time), and
+// counting the calls that timed out.
+func addHops(hists map[string]*hop, fam *dto.MetricFamily) {
 	if fam == nil {
 		return
 	}
 	for _, m := range fam.Metric {
-		var svc, dep string
+		var svc, dep, outcome string
 		for _, l := range m.Label {
 			switch l.GetName() {
 			case labelService:
 				svc = l.GetValue()
 			case labelDep:
 				dep = l.GetValue()
+			case labelOutcome:
+				outcome = l.GetValue()
 			}
 		}
 		h := m.GetHistogram()
-		if dep == "" || h == nil {
+		if dep == "" || h == nil || outcome == string(deadline.OutcomeSkipped) {
 			continue
 		}
 		k := svc + "/" + dep
 		acc, ok := hists[k]
 		if !ok {
-			acc = &dto.Histogram{SampleCount: new(uint64)}
+			acc = &hop{hist: &dto.Histogram{SampleCount: new(uint64)}}
 			hists[k] = acc
 		}
-		*acc.SampleCount += h.GetSampleCount()
-		for _, b := range h.Bucket {
-			i := slices.IndexFunc(acc.Bucket, func(a *dto.Bucket) bool { return a.GetUpperBound() == b.GetUpperBound() })
-			if i < 0 {
-				acc.Bucket = append(acc.Bucket, &dto.Bucket{UpperBound: new(float64), CumulativeCount: new(uint64)})
-				i = len(acc.Bucket) - 1
-				*acc.Bucket[i].UpperBound = b.GetUpperBound()
-			}
-			*acc.Bucket[i].CumulativeCount += b.GetCumulativeCount()
+		if outcome == string(deadline.OutcomeTimeout) {
+			acc.timedOut += h.GetSampleCount()
 		}
-		sort.Slice(acc.Bucket, func(i, j int) bool { return acc.Bucket[i].GetUpperBound() < acc.Bucket[j].GetUpperBound() })
+		*acc.hist.SampleCount += h.GetSampleCount()
+		for _, b := range h.Bucket {
+			i := slices.IndexFunc(acc.hist.Bucket, func(a *dto.Bucket) bool { return a.GetUpperBound() == b.GetUpperBound() })
+			if i < 0 {
+				acc.hist.Bucket = append(acc.hist.Bucket, &dto.Bucket{UpperBound: new(float64), CumulativeCount: new(uint64)})
+				i = len(acc.hist.Bucket) - 1
+				*acc.hist.Bucket[i].UpperBound = b.GetUpperBound()
+			}
+			*acc.hist.Bucket[i].CumulativeCount += b.GetCumulativeCount()
+		}
+		sort.Slice(acc.hist.Bucket, func(i, j int) bool { return acc.hist.Bucket[i].GetUpperBound() < acc.hist.Bucket[j].GetUpperBound() })
 	}
 }
 
@@ -182,4 +210,64 @@ func (o Observed) Names() string {
 		return "nothing yet"
 	}
 	return strings.Join(out, ", ")
+}
+
+// Hops is what ObserveHops read of a running shop.
+type Hops struct {
+	// Calls are the shop's capped calls, each with its hop histogram.
+	Calls []HopObservation
+	// Budget is the edge's interactive budget (a request without a
+	// deadline of its own).
+	Budget time.Duration
+}
+
+// ErrNoTraffic is ObserveHops' answer when the shop has made no call yet.
+var ErrNoTraffic = errors.New("the shop has made no call yet")
+
+// ObserveHops reads, from the shop whose gateway admin API is at url,
+// every service's contract (GET /admin/budget: each call's flag, cap,
+// floor and place in the request, and the edge's budget) and hop
+// histograms (/metrics), for Suggest. Nothing answering at url wraps
+// admin.ErrNoAnswer; a shop with no traffic yet, ErrNoTraffic.
+func ObserveHops(ctx context.Context, url, token string) (Hops, error) {
+	hists, clients, err := scrapeHops(ctx, url, token)
+	if err != nil {
+		return Hops{}, err
+	}
+	var out Hops
+	var calls uint64
+	for _, c := range clients {
+		var k budgetcheck.Contract
+		if err := c.Read(ctx, "/admin/budget", &k); err != nil {
+			return Hops{}, fmt.Errorf("--from %s: %s: %w", url, c.URL, err)
+		}
+		if k.Edge != nil {
+			for _, b := range k.Edge.Budgets {
+				if b.Class == deadline.Interactive {
+					out.Budget = time.Duration(b.DefaultMS * float64(time.Millisecond))
+				}
+			}
+		}
+		var floor time.Duration
+		if k.Mechanisms.ClipToBudget {
+			floor = time.Duration(k.FloorMS * float64(time.Millisecond))
+		}
+		for _, call := range k.Calls {
+			if call.Setting == "" {
+				continue // fixed in code, such as the audit write's
+			}
+			o := HopObservation{From: k.Service, To: call.Dep, Callee: call.To, Setting: call.Setting,
+				Cap: time.Duration(call.CapMS * float64(time.Millisecond)), Floor: floor,
+				Criticality: call.Criticality, Stage: call.Stage, Parallel: call.Parallel, Route: call.Route, Method: call.Method}
+			if h := hists[k.Service+"/"+call.Dep]; h != nil {
+				o.Durations, o.TimedOut = h.hist, h.timedOut
+				calls += h.hist.GetSampleCount()
+			}
+			out.Calls = append(out.Calls, o)
+		}
+	}
+	if calls == 0 {
+		return out, fmt.Errorf("--from %s: %w", url, ErrNoTraffic)
+	}
+	return out, nil
 }
