@@ -45,6 +45,14 @@ Replays:
              checkouts while browsers keep browsing. Naive fills its shared
              pool and browsing goes dark; budgeted keeps it green.
 
+Lesson 8:
+  capstone   the fragile checkout (no read caps, no connect timeout, the
+             deadline ignored) under the carrier slow, then armoured a step
+             at a time, each on a fresh shop: + connect and read timeouts
+             from the healthy p99, + the budget in the chain, + bulkheads
+             and breakers; prints the before/after table (about 2 minutes;
+             --quick for a smoke test, --report FILE for charts).
+
 Measurements:
   capacity   the highest checkout rate the whole chain sustains open loop
              with p99 within a bound (25 ms), in each mode, on the memory
@@ -79,6 +87,8 @@ func runLab(ctx context.Context, args []string, getenv func(string) string, stdo
 		return runWaterfall(ctx, args, getenv, stdout, stderr)
 	case "capacity":
 		return runCapacity(ctx, args, getenv, stdout, stderr)
+	case "capstone":
+		return runCapstone(ctx, args, getenv, stdout, stderr)
 	}
 	printLabUsage(stderr)
 	return usagef("lab: unknown lab %q", name)

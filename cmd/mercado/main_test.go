@@ -59,6 +59,8 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"stray argument", []string{"serve", "catalog", "extra"}, nil, "unexpected argument"},
 		{"unknown lab", []string{"lab", "lesson99"}, nil, `unknown lab "lesson99"`},
 		{"bad lab flag", []string{"lab", "lesson7", "--deadline", "0s"}, nil, "deadline"},
+		{"capstone carrier on the wrong service", []string{"lab", "capstone", "--carrier", "CreateCharge:hang=1s"}, nil, "carrier"},
+		{"capstone margin past the deadline", []string{"lab", "capstone", "--margin", "5s"}, nil, "margin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer

@@ -29,6 +29,8 @@ type htmlReport struct {
 	Invalid []string
 	Runs    []htmlRun
 	Charts  []chartGroup
+	// Lead, when set, is a lab's own summary above the rest.
+	Lead *Lead
 }
 
 type htmlRun struct {
@@ -308,6 +310,7 @@ td.worse { background: #fde3d0; font-weight: bold; }
 figure { margin: 1em 0 2em; }
 figcaption { font-size: 1.2em; font-weight: bold; }
 svg.chart { display: block; max-width: 100%; height: auto; }
+ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 0.85em; white-space: pre-wrap; }
 </style>
 </head>
 <body>
@@ -316,7 +319,21 @@ svg.chart { display: block; max-width: 100%; height: auto; }
 {{with .Description}}<p class="description">{{.}}</p>{{end}}
 {{with .StartedAt}}<p class="when">Run started <time datetime="{{.}}">{{.}}</time></p>{{end}}
 </header>
-{{range .Invalid}}<p class="invalid">INVALID run: {{.}}. Its figures measure the load generator as much as the shop.</p>
+{{with .Lead}}<section id="lead">
+<h2>{{.Title}}</h2>
+{{if .Rows}}<table>
+<thead><tr>{{range $i, $h := .Head}}<th{{if $i}} class="n"{{end}}>{{$h}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if $i}} class="n"{{end}}>{{$c}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table>{{end}}
+{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}{{range .Lists}}<h3>{{.Title}}</h3>
+<ul class="lines">
+{{range .Items}}<li>{{.}}</li>
+{{end}}</ul>
+{{end}}</section>
+{{end}}{{range .Invalid}}<p class="invalid">INVALID run: {{.}}. Its figures measure the load generator as much as the shop.</p>
 {{end}}
 {{with .Checks}}<section id="checks">
 <h2>Checks</h2>

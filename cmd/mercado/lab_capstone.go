@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/mercado-lab/mercado/lab"
+)
+
+// Quick durations: a smoke test of the capstone's wiring, not a
+// measurement (the stages' numbers need the default run's length).
+const (
+	quickWarmUp = 2 * time.Second
+	quickFault  = 5 * time.Second
+)
+
+func runCapstone(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := lab.DefaultCapstone()
+	fs, asJSON := labFlags("capstone", stderr)
+	fs.Float64Var(&cfg.CheckoutRate, "checkout-rate", cfg.CheckoutRate, "checkouts per second, open loop")
+	fs.Float64Var(&cfg.BrowseRate, "browse-rate", cfg.BrowseRate, "browses per second, open loop")
+	fs.DurationVar(&cfg.WarmUp, "warm-up", cfg.WarmUp, "each stage's healthy phase (stage 0's is what the suggest step reads)")
+	fs.DurationVar(&cfg.Fault, "fault", cfg.Fault, "how long the fault is on in each stage")
+	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "every client's deadline")
+	fs.DurationVar(&cfg.Patience, "patience", cfg.Patience, "how long past its deadline a client still waits before it hangs up")
+	fs.StringVar(&cfg.Carrier, "carrier", cfg.Carrier, "shipping's fault while the fault is on, in the --fault syntax")
+	fs.DurationVar(&cfg.Margin, "margin", cfg.Margin, "what the suggest step adds to each hop's healthy p99 to make its cap")
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "each service's worker pool (shared by every route while bulkheads are off)")
+	fs.DurationVar(&cfg.BreakerOpen, "breaker-open", cfg.BreakerOpen, "how long an open breaker stays open")
+	reportFile := fs.String("report", "", "also write the HTML report, with charts across the stages, to this file")
+	quick := fs.Bool("quick", false, fmt.Sprintf("%v healthy and %v of fault per stage (for CI: a smoke test, not a measurement)", quickWarmUp, quickFault))
+	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+		return err
+	}
+	if *quick {
+		cfg.WarmUp, cfg.Fault = quickWarmUp, quickFault
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{fmt.Errorf("lab capstone: %w", err)}
+	}
+	fmt.Fprintf(stderr, "capstone: four stages of %v each, on a fresh shop each\n", cfg.WarmUp+cfg.Fault)
+	// The lab breaks the shop on purpose and stops it mid-flight; what the
+	// services would log about that is not the lesson.
+	bar := newProgress(stderr)
+	res, err := lab.Capstone(ctx, cfg, slog.New(slog.DiscardHandler), bar.update)
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("lab capstone: %w", err)
+	}
+	if *reportFile != "" {
+		if err := writeFile(*reportFile, res.WriteHTML); err != nil {
+			return fmt.Errorf("lab capstone: --report: %w", err)
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", *reportFile)
+	}
+	if *asJSON {
+		return res.WriteJSON(stdout)
+	}
+	res.WriteTable(stdout)
+	return nil
+}
+
+// writeFile creates name and writes it with write.
+func writeFile(name string, write func(io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

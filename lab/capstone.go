@@ -1,0 +1,204 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/loadtest"
+)
+
+// The capstone is lesson 8: Mercado's checkout with no timeouts at all,
+// broken by one fault under one load, then armoured a step at a time,
+// each step measured on a shop of its own under the same fault and load:
+//
+//	stage 0  fragile: no read caps, no connect timeout, nothing honours
+//	         the client's deadline
+//	stage 1  + connect and read timeouts, chosen from the p99 that stage
+//	         0's healthy warm-up measured (the suggest step)
+//	stage 2  + the budget in the chain: the deadline set at the edge and
+//	         propagated, each call clipped to what is left less the
+//	         margin, the floor, admission, cancellation honoured
+//	stage 3  + isolation: the budgeted preset (bulkheads, breakers,
+//	         retries in the budget, the outbox, idempotency), with stage
+//	         1's values
+//
+// Each stage is the one before with more switched on, so the table shows
+// what each step bought.
+
+// CapstoneConfig is the capstone's knobs: the load, the fault, and the
+// figures the lesson asks the learner to justify.
+type CapstoneConfig struct {
+	// CheckoutRate and BrowseRate are requests per second, open loop.
+	CheckoutRate, BrowseRate float64
+	// WarmUp is each stage's healthy phase (stage 0's is the warm-up the
+	// suggest step reads); Fault is the phase in which the fault is on.
+	WarmUp, Fault time.Duration
+	// Deadline is every client's deadline; Patience is how long past it a
+	// client still waits before it hangs up, so that fragile's latency is
+	// measured rather than cut at the deadline.
+	Deadline, Patience time.Duration
+	// Carrier is shipping's fault during the fault phase, in the --fault
+	// syntax: the carrier slow, not down.
+	Carrier string
+	// Margin is what the suggest step adds to each hop's healthy p99 to
+	// make its cap.
+	Margin time.Duration
+	// Workers is each service's worker pool (shared by every route while
+	// bulkheads are off); BreakerOpen is how long an open breaker stays
+	// open.
+	Workers     int
+	BreakerOpen time.Duration
+}
+
+// DefaultCapstone is the capstone as the lesson measures it: Drill 76's
+// load and pool on a 2-core machine, the carrier taking 10 s to answer
+// (the game day's 10 s of vendor latency), 5 s of calm and 20 s of fault
+// per stage.
+func DefaultCapstone() CapstoneConfig {
+	return CapstoneConfig{
+		CheckoutRate: 100, BrowseRate: 20,
+		WarmUp: 5 * time.Second, Fault: 20 * time.Second,
+		Deadline: time.Second, Patience: 10 * time.Second,
+		Carrier: faults.ShippingCreateShipment + ":hang=10s",
+		Margin:  DefaultSuggestMargin,
+		Workers: 200, BreakerOpen: 5 * time.Second,
+	}
+}
+
+// Validate reports every setting the lab cannot run, by flag name.
+func (c CapstoneConfig) Validate() error {
+	var errs []error
+	if c.CheckoutRate <= 0 || c.CheckoutRate > 2000 || c.BrowseRate <= 0 || c.BrowseRate > 2000 {
+		errs = append(errs, errors.New("checkout-rate and browse-rate: must be within (0, 2000] per second"))
+	}
+	if c.WarmUp < time.Second || c.WarmUp > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("warm-up: %v is outside 1s to 10m", c.WarmUp))
+	}
+	if c.Fault < time.Second || c.Fault > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("fault: %v is outside 1s to 10m", c.Fault))
+	}
+	if c.Deadline < 10*time.Millisecond || c.Deadline > time.Minute {
+		errs = append(errs, fmt.Errorf("deadline: %v is outside 10ms to 1m", c.Deadline))
+	}
+	if c.Patience < 0 || c.Patience > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("patience: %v is outside 0 to 10m", c.Patience))
+	}
+	if set, err := faults.Parse(c.Carrier); err != nil {
+		errs = append(errs, fmt.Errorf("carrier: %w", err))
+	} else if len(set) == 0 {
+		errs = append(errs, errors.New("carrier: name a fault for shipping, such as CreateShipment:hang=10s"))
+	} else if err := set.CheckMethods(faults.ServiceShipping); err != nil {
+		errs = append(errs, fmt.Errorf("carrier: %w", err))
+	}
+	if c.Margin < 0 || c.Margin > c.Deadline {
+		errs = append(errs, fmt.Errorf("margin: %v is outside 0 to the deadline (%v)", c.Margin, c.Deadline))
+	}
+	if c.Workers < 1 || c.Workers > 10_000 {
+		errs = append(errs, fmt.Errorf("workers: %d is outside 1 to 10000", c.Workers))
+	}
+	if c.BreakerOpen <= 0 || c.BreakerOpen > time.Hour {
+		errs = append(errs, fmt.Errorf("breaker-open: %v is outside (0, 1h]", c.BreakerOpen))
+	}
+	return errors.Join(errs...)
+}
+
+// The capstone's phases, in every stage.
+const (
+	capstoneHealthy = "healthy"
+	capstoneFault   = "carrier slow"
+)
+
+// scenario is one stage's run: the calm phase, then the fault.
+func (c CapstoneConfig) scenario(st capstoneStage) (loadtest.Scenario, error) {
+	sc := loadtest.Scenario{
+		Name:        "capstone",
+		Description: "Lesson 8: the fragile checkout armoured step by step, under the carrier slow (not down).",
+		Modes:       []mode.Mode{st.mode},
+		Deadline:    loadtest.Duration(c.Deadline), Patience: loadtest.Duration(c.Patience),
+		Classes: map[string]loadtest.ClassSpec{"checkout": {Rate: c.CheckoutRate}, "browse": {Rate: c.BrowseRate}},
+		Phases: []loadtest.Phase{
+			{Name: capstoneHealthy, Duration: loadtest.Duration(c.WarmUp)},
+			{Name: capstoneFault, Duration: loadtest.Duration(c.Fault), Faults: map[string]string{faults.ServiceShipping: c.Carrier}},
+		},
+		Shop: loadtest.ShopSpec{Workers: c.Workers, BreakerOpen: loadtest.Duration(c.BreakerOpen), Mechanisms: st.overrides},
+	}
+	return sc, sc.Validate()
+}
+
+// Length is how long the load runs, all stages together.
+func (c CapstoneConfig) Length() time.Duration {
+	return time.Duration(len(capstoneStages())) * (c.WarmUp + c.Fault)
+}
+
+// capstoneStage is one step of the armour.
+type capstoneStage struct {
+	// name is the stage's label in tables and charts; adds says what it
+	// switches on over the stage before.
+	name, adds string
+	mode       mode.Mode
+	// overrides switch mechanisms on top of the mode, in the
+	// --mechanisms syntax.
+	overrides string
+	// suggested: the stage runs with the caps and the connect timeout the
+	// suggest step chose (the stages before it have none).
+	suggested bool
+}
+
+// capstoneStages are the four steps, each the one before with more on.
+func capstoneStages() []capstoneStage {
+	timeouts := capsOn + "connect_timeout=on"
+	budget := timeouts + ",edge_deadline=on,clip_to_budget=on,admission=on,honour_cancel=on"
+	return []capstoneStage{
+		{name: "0 fragile", adds: "nothing: no read caps, no connect timeout, the deadline ignored", mode: fragile},
+		{name: "1 +timeouts", adds: "connect and read timeouts from the healthy p99", mode: fragile, overrides: timeouts, suggested: true},
+		{name: "2 +budget", adds: "the budget in the chain: edge deadline, clipping, floor, admission, cancellation", mode: fragile, overrides: budget, suggested: true},
+		{name: "3 +isolation", adds: "bulkheads, breakers, budgeted retries, the outbox, idempotency (the budgeted preset)", mode: mode.Budgeted, suggested: true},
+	}
+}
+
+// mechanisms are what a stage has switched on.
+func (st capstoneStage) mechanisms() (mode.Mechanisms, error) {
+	var o mode.Overrides
+	if st.overrides != "" {
+		if err := o.Set(st.overrides); err != nil {
+			return mode.Mechanisms{}, err
+		}
+	}
+	return st.mode.Mechanisms().Apply(o), nil
+}
+
+// Capstone runs the four stages, each on a fresh shop, and reads the
+// lesson's figures from them. progress, if set, is told how far each
+// stage's load has got.
+func Capstone(ctx context.Context, cfg CapstoneConfig, log *slog.Logger, progress func(stage string, done, total time.Duration)) (CapstoneResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return CapstoneResult{}, err
+	}
+	var (
+		run  loadtest.Results
+		sugg Suggestion
+	)
+	for i, st := range capstoneStages() {
+		out, err := runStage(ctx, cfg, st, sugg, log, progress)
+		if err != nil {
+			return CapstoneResult{}, fmt.Errorf("stage %s: %w", st.name, err)
+		}
+		if run.Scenario == "" {
+			run = out.results
+			run.Modes = nil
+		}
+		run.Modes = append(run.Modes, out.results.Modes...)
+		if i == 0 {
+			// The suggest step reads stage 0's healthy warm-up.
+			if sugg, err = suggest(out.warm, cfg.Margin, cfg.Deadline); err != nil {
+				return CapstoneResult{}, fmt.Errorf("suggest: %w", err)
+			}
+		}
+	}
+	return capstoneView(cfg, sugg, run)
+}

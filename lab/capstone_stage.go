@@ -1,0 +1,179 @@
+package lab
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/budget"
+	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/lab/driver"
+	"github.com/mercado-lab/mercado/lab/shop"
+	"github.com/mercado-lab/mercado/loadtest"
+)
+
+// stageRun is what one stage measured: its run (one ModeResult, named
+// after the stage), and the hops its healthy phase measured, for the
+// suggest step.
+type stageRun struct {
+	results loadtest.Results
+	warm    budget.Observed
+}
+
+// runStage runs one stage on a shop of its own. A stage without read
+// caps cannot promise its calls end (a call waits as long as the
+// dependency takes), so its shop is stopped once its schedule is over and
+// the clients' deadline has passed: what it still held then is cut off,
+// and the command never waits on a hung call.
+func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg Suggestion, log *slog.Logger, progress func(string, time.Duration, time.Duration)) (stageRun, error) {
+	sc, err := cfg.scenario(st)
+	if err != nil {
+		return stageRun{}, err
+	}
+	mech, err := st.mechanisms()
+	if err != nil {
+		return stageRun{}, err
+	}
+	shopCfg := shop.EphemeralConfig()
+	shopCfg.Shared.Mode = st.mode
+	shopCfg.Shared.DrainTimeout = 200 * time.Millisecond
+	r := serve.DefaultResilience()
+	r.Workers, r.BreakerOpen = cfg.Workers, cfg.BreakerOpen
+	shopCfg.Shared.Resilience = r
+	if st.suggested {
+		if err := sugg.applyTo(&shopCfg); err != nil {
+			return stageRun{}, err
+		}
+	}
+	withoutCaps(&shopCfg, st)
+	s, err := shop.Start(ctx, shopCfg, log)
+	if err != nil {
+		return stageRun{}, err
+	}
+	defer s.Stop()
+	ss := &stageShop{Shop: drive(s)}
+	// A fresh shop opens its connections on its first calls: the warm-up
+	// the suggest step reads starts once those are behind it.
+	settled := time.AfterFunc(min(time.Second, cfg.WarmUp/3), func() { ss.warmStart(ctx) })
+	defer settled.Stop()
+	if !capped(st, mech) {
+		end := time.AfterFunc(sc.Length()+cfg.Deadline, func() { ss.stop(ctx, s) })
+		defer end.Stop()
+	}
+	var bar func(string, time.Duration, time.Duration)
+	if progress != nil {
+		bar = func(_ string, done, total time.Duration) { progress(st.name, done, total) }
+	}
+	res, err := loadtest.RunScenario(ctx, sc, ss, loadtest.RunOptions{Progress: bar, CPU: processCPU})
+	if err != nil {
+		return stageRun{}, err
+	}
+	for i := range res.Modes {
+		res.Modes[i].Mode = st.name
+	}
+	return stageRun{results: res, warm: ss.warmUp()}, nil
+}
+
+// stageShop is a stage's shop as the scenario runner drives it. It keeps
+// the services' counters as they stood at the start of the warm-up and
+// when the fault went on (its end), and once the shop has been stopped it
+// answers with the last counters read before the stop.
+type stageShop struct {
+	*driver.Shop
+
+	mu          sync.Mutex
+	first, warm *loadtest.Counters
+	last        *loadtest.Counters
+	stopped     bool
+}
+
+var _ loadtest.Shop = (*stageShop)(nil)
+
+// Counters reads the services' counters; after the stop, those read last.
+func (s *stageShop) Counters(ctx context.Context) (loadtest.Counters, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped && s.last != nil {
+		return *s.last, nil
+	}
+	c, err := s.Shop.Counters(ctx)
+	if err != nil {
+		return c, err
+	}
+	s.last = &c
+	return c, nil
+}
+
+// SetFaults puts the faults in force; the first time any go on, it first
+// reads the counters that end the healthy warm-up. After the stop it does
+// nothing.
+func (s *stageShop) SetFaults(ctx context.Context, specs map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	if len(specs) > 0 && s.warm == nil && s.first != nil {
+		c, err := s.Shop.Counters(ctx)
+		if err != nil {
+			return err
+		}
+		s.warm = &c
+	}
+	return s.Shop.SetFaults(ctx, specs)
+}
+
+// Settle does nothing once the shop is stopped.
+func (s *stageShop) Settle(ctx context.Context, limit time.Duration) {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if !stopped {
+		s.Shop.Settle(ctx, limit)
+	}
+}
+
+// warmStart reads the counters that begin the warm-up.
+func (s *stageShop) warmStart(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped || s.warm != nil {
+		return
+	}
+	if c, err := s.Shop.Counters(ctx); err == nil {
+		s.first = &c
+	}
+}
+
+// stop reads the counters one last time and stops the shop.
+func (s *stageShop) stop(ctx context.Context, sh *shop.Shop) {
+	s.mu.Lock()
+	if c, err := s.Shop.Counters(ctx); err == nil {
+		s.last = &c
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	_ = sh.Stop()
+}
+
+// warmUp is each hop's p99 over the healthy warm-up: from warmStart's
+// counters to those read as the fault went on.
+func (s *stageShop) warmUp() budget.Observed {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := budget.Observed{P99: map[string]time.Duration{}, Count: map[string]uint64{}}
+	if s.first == nil || s.warm == nil {
+		return o
+	}
+	for hop, h := range s.warm.Hops {
+		d := h.Since(s.first.Hops[hop])
+		n := len(d.Counts)
+		if n == 0 || d.Counts[n-1] <= 0 {
+			continue
+		}
+		o.P99[hop] = time.Duration(d.Quantile(0.99) * float64(time.Second))
+		o.Count[hop] = uint64(d.Counts[n-1])
+	}
+	return o
+}

@@ -1,0 +1,189 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/budget"
+)
+
+// shortCapstone is the capstone scaled down for a test: a pool of 20
+// instead of 200, a 500 ms deadline, a carrier that takes 5 s, and a few
+// seconds a stage.
+func shortCapstone() CapstoneConfig {
+	cfg := DefaultCapstone()
+	cfg.CheckoutRate, cfg.BrowseRate = 30, 10
+	cfg.WarmUp, cfg.Fault = 2*time.Second, 4*time.Second
+	cfg.Deadline, cfg.Patience = 500*time.Millisecond, 3*time.Second
+	cfg.Carrier = "CreateShipment:hang=5s"
+	cfg.Workers, cfg.BreakerOpen = 20, 2*time.Second
+	return cfg
+}
+
+// TestCapstone runs the four stages on the shortened run and checks the
+// lesson's shape: the fragile shop fills its pool and browsing goes
+// dark while checkouts wait until the client hangs up; each step keeps
+// browsing at least as well as the one before; the last keeps it green
+// and answers checkouts by the deadline.
+func TestCapstone(t *testing.T) {
+	cfg := shortCapstone()
+	var stages []string
+	res, err := Capstone(context.Background(), cfg, slog.New(slog.DiscardHandler), func(s string, _, _ time.Duration) {
+		if len(stages) == 0 || stages[len(stages)-1] != s {
+			stages = append(stages, s)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(stages, ","); got != "0 fragile,1 +timeouts,2 +budget,3 +isolation" {
+		t.Errorf("progress reported stages %s", got)
+	}
+	if len(res.Stages) != 4 {
+		t.Fatalf("%d stages, want 4", len(res.Stages))
+	}
+	fragile, last := res.Stages[0], res.Stages[3]
+	if fragile.BrowseSuccessRatio >= 0.5 {
+		t.Errorf("stage 0 browse success %.2f, want < 0.5", fragile.BrowseSuccessRatio)
+	}
+	if fragile.PoolPeak < cfg.Workers {
+		t.Errorf("stage 0's gateway pool peaked at %d, want it full (%d)", fragile.PoolPeak, cfg.Workers)
+	}
+	if fragile.CheckoutMaxMS <= 5*last.CheckoutMaxMS {
+		t.Errorf("stage 0 checkout max %.0f ms is not above 5× stage 3's %.0f ms", fragile.CheckoutMaxMS, last.CheckoutMaxMS)
+	}
+	for i := 1; i < len(res.Stages); i++ {
+		if a, b := res.Stages[i-1], res.Stages[i]; b.BrowseSuccessRatio < a.BrowseSuccessRatio-browseSlack {
+			t.Errorf("stage %s browse success %.3f is below stage %s's %.3f", b.Stage, b.BrowseSuccessRatio, a.Stage, a.BrowseSuccessRatio)
+		}
+	}
+	if last.BrowseSuccessRatio < 0.99 {
+		t.Errorf("stage 3 browse success %.3f, want >= 0.99", last.BrowseSuccessRatio)
+	}
+	// Within the deadline, with room for a busy machine.
+	if limit := float64(cfg.Deadline.Milliseconds()) + 200; last.CheckoutP999MS > limit {
+		t.Errorf("stage 3 checkout p99.9 %.0f ms, want <= %.0f", last.CheckoutP999MS, limit)
+	}
+	if last.CheckoutGoodputPerS <= fragile.CheckoutGoodputPerS {
+		t.Errorf("stage 3 checkout goodput %.1f/s is not above stage 0's %.1f/s", last.CheckoutGoodputPerS, fragile.CheckoutGoodputPerS)
+	}
+	if last.DuplicateCharges != 0 {
+		t.Errorf("stage 3 charged %d checkouts twice; idempotency is on", last.DuplicateCharges)
+	}
+	if !fragile.StoppedAtEnd || last.StoppedAtEnd {
+		t.Errorf("stopped at end: stage 0 %v, stage 3 %v; want only the stage without caps", fragile.StoppedAtEnd, last.StoppedAtEnd)
+	}
+
+	// The suggest step read stage 0's healthy warm-up: a cap on the
+	// carrier's hop, above its p99 by the margin.
+	var shipping *SuggestedCap
+	for i, c := range res.Suggestion.Caps {
+		if c.Hop == "orders/shipping" {
+			shipping = &res.Suggestion.Caps[i]
+		}
+	}
+	if shipping == nil || shipping.Calls == 0 || shipping.CapMS < shipping.P99MS+float64(cfg.Margin.Milliseconds()) || shipping.Why == "" {
+		t.Errorf("suggestion for orders/shipping: %+v (all: %+v)", shipping, res.Suggestion.Caps)
+	}
+	if res.Suggestion.ConnectTimeoutMS <= 0 || res.Suggestion.ConnectTimeoutMS >= float64(cfg.Deadline.Milliseconds()) {
+		t.Errorf("connect timeout %.0f ms, want within (0, deadline)", res.Suggestion.ConnectTimeoutMS)
+	}
+
+	var table, js, page bytes.Buffer
+	res.WriteTable(&table)
+	for _, want := range []string{"0 fragile", "3 +isolation", "--shipping-cap", "browse ok", "PASS"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	if err := res.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var decoded struct {
+		Stages []map[string]any `json:"stages"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil || len(decoded.Stages) != 4 {
+		t.Fatalf("JSON: %v\n%s", err, js.String())
+	}
+	for _, key := range []string{"stage", "browse_success_ratio", "checkout_goodput_per_s", "checkout_p99_ms", "checkout_max_ms", "pool_peak", "late_work_seconds"} {
+		if _, ok := decoded.Stages[0][key]; !ok {
+			t.Errorf("JSON stage lacks %q: %v", key, decoded.Stages[0])
+		}
+	}
+	if err := res.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="lead"`, "3 +isolation", "--shipping-cap", "<svg"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+func TestCapstoneConfigValidate(t *testing.T) {
+	if err := DefaultCapstone().Validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*CapstoneConfig)
+		want string
+	}{
+		{"no checkouts", func(c *CapstoneConfig) { c.CheckoutRate = 0 }, "checkout-rate"},
+		{"a short warm-up", func(c *CapstoneConfig) { c.WarmUp = 100 * time.Millisecond }, "warm-up"},
+		{"no fault phase", func(c *CapstoneConfig) { c.Fault = 0 }, "fault"},
+		{"a deadline of nothing", func(c *CapstoneConfig) { c.Deadline = time.Millisecond }, "deadline"},
+		{"a carrier fault that does not parse", func(c *CapstoneConfig) { c.Carrier = "CreateShipment:hang=soon" }, "carrier"},
+		{"a carrier fault on another service's method", func(c *CapstoneConfig) { c.Carrier = "CreateCharge:hang=1s" }, "carrier"},
+		{"no carrier fault", func(c *CapstoneConfig) { c.Carrier = "" }, "carrier"},
+		{"a margin past the deadline", func(c *CapstoneConfig) { c.Margin = 2 * time.Second }, "margin"},
+		{"no workers", func(c *CapstoneConfig) { c.Workers = 0 }, "workers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultCapstone()
+			tc.edit(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate() = %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSuggest: each hop's cap is its healthy p99, rounded up to the
+// millisecond, plus the margin; the gateway's call to orders waits at
+// least what orders' own calls may take; the connect timeout is a tenth
+// of the deadline; a hop the shop has no setting for is left alone.
+func TestSuggest(t *testing.T) {
+	obs := budget.Observed{
+		P99:   map[string]time.Duration{"orders/shipping": 6200 * time.Microsecond, "orders/payments": 4 * time.Millisecond, "gateway/orders": 23 * time.Millisecond, "orders/audit": time.Millisecond},
+		Count: map[string]uint64{"orders/shipping": 400, "orders/payments": 400, "gateway/orders": 400, "orders/audit": 400},
+	}
+	s, err := suggest(obs, 100*time.Millisecond, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, c := range s.Caps {
+		got[c.Hop] = c.CapMS
+		if c.Why == "" || c.Flag == "" {
+			t.Errorf("%s: no flag or no justification: %+v", c.Hop, c)
+		}
+	}
+	want := map[string]float64{"orders/shipping": 107, "orders/payments": 104, "gateway/orders": 107 + 104 + 100}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("caps %v, want %v", got, want)
+	}
+	if s.ConnectTimeoutMS != 100 {
+		t.Errorf("connect timeout %v ms, want 100", s.ConnectTimeoutMS)
+	}
+	if _, err := suggest(budget.Observed{}, time.Millisecond, time.Second); err == nil {
+		t.Error("a warm-up that measured nothing gave a suggestion")
+	}
+}
