@@ -29,7 +29,9 @@ import (
 // A server figure (ServerFigureNames) is what a service counted, per
 // request of the class the generator sent, over the same span: with
 // figure calls_per_request and service payments, the calls payments
-// received per checkout sent.
+// received per checkout sent. A hop figure (HopFigureNames) is one hop's,
+// from service to dep; a pool figure (PoolFigureNames) one service's
+// pools', read from the gauges sampled during the span.
 type Check struct {
 	Name  string `yaml:"name" json:"name"`
 	Mode  string `yaml:"mode" json:"mode"`
@@ -43,7 +45,10 @@ type Check struct {
 	Method  string `yaml:"method" json:"method,omitempty"`
 	// Dep names the dependency of a hop figure: the hop from Service to
 	// Dep.
-	Dep     string   `yaml:"dep" json:"dep,omitempty"`
+	Dep string `yaml:"dep" json:"dep,omitempty"`
+	// Pool, optional, names one pool of Service for a pool figure
+	// ("to.payments", "shared"); without it, the service's fullest pool.
+	Pool    string   `yaml:"pool" json:"pool,omitempty"`
 	AtLeast *float64 `yaml:"at_least" json:"at_least,omitempty"`
 	AtMost  *float64 `yaml:"at_most" json:"at_most,omitempty"`
 	Of      *CheckOf `yaml:"of" json:"of,omitempty"`
@@ -99,17 +104,76 @@ var ServerFigureNames = map[string]func(f ServerFigures, service, method string)
 		}
 		return f.Calls[svc]
 	},
+	// insufficient_budget_per_request: the calls service did not make
+	// because less than the floor was left (mercado_skipped_total with
+	// reason insufficient_budget) — the floor check firing instead of a
+	// doomed call starting.
+	"insufficient_budget_per_request": func(f ServerFigures, svc, _ string) float64 {
+		return f.InsufficientBudget[svc]
+	},
 }
 
-// HopFigureNames are the figures of one hop (Service to Dep) over a
-// span, not divided by anything: headroom_ms, the hop's slice minus the
-// p99 of its calls (ServerFigures.HeadroomMS) — the recording rule
-// mercado:hop_headroom_seconds, in milliseconds, over the span.
-var HopFigureNames = map[string]func(f ServerFigures, hop string) (float64, bool){
-	"headroom_ms": func(f ServerFigures, hop string) (float64, bool) {
+// methodless are the server figures that count no particular method.
+var methodless = map[string]bool{"insufficient_budget_per_request": true}
+
+// HopFigureNames are the figures of one hop (Service to Dep) over a span,
+// given the requests of the check's class sent in it; ok is false when
+// the hop gives no such figure (it made no calls).
+//
+//   - headroom_ms: the hop's slice minus the p99 of its calls
+//     (ServerFigures.HeadroomMS) — the recording rule
+//     mercado:hop_headroom_seconds, in milliseconds, over the span; not
+//     divided by anything.
+//   - timeouts_per_request: the hop's calls a deadline ended, its own cap
+//     or the caller's budget (ServerFigures.HopTimeouts), per request of
+//     the class: where DeadlineExceeded was counted.
+//   - breaker_opens: how many times the hop's circuit breaker opened
+//     (ServerFigures.HopBreakerOpens); not divided by anything.
+var HopFigureNames = map[string]func(f ServerFigures, hop string, requests int) (float64, bool){
+	"headroom_ms": func(f ServerFigures, hop string, _ int) (float64, bool) {
 		v, ok := f.HeadroomMS[hop]
 		return v, ok
 	},
+	"timeouts_per_request": func(f ServerFigures, hop string, requests int) (float64, bool) {
+		if f.HopCalls[hop] == 0 || requests == 0 {
+			return 0, false
+		}
+		return f.HopTimeouts[hop] / float64(requests), true
+	},
+	"breaker_opens": func(f ServerFigures, hop string, _ int) (float64, bool) {
+		return f.HopBreakerOpens[hop], f.HopCalls[hop] > 0
+	},
+}
+
+// PoolFigureNames are the figures of a service's pools over a span, read
+// from the gauges sampled during it (ModeResult.PoolInFlight, each
+// second's highest reading); ok is false when no such pool was seen.
+//
+//   - pool_peak_use: the most work the pool held at once ÷ its slots
+//     (1: pinned full); without a pool named, the service's fullest.
+var PoolFigureNames = map[string]func(m ModeResult, service, pool string, span PhaseSpan) (float64, bool){
+	"pool_peak_use": poolPeakUse,
+}
+
+func poolPeakUse(m ModeResult, service, pool string, span PhaseSpan) (float64, bool) {
+	// The seconds the span overlaps; the whole run's span has no end.
+	from, to := int(math.Floor(span.StartS)), math.MaxInt
+	if !math.IsInf(span.EndS, 1) {
+		to = int(math.Ceil(span.EndS))
+	}
+	use, seen := 0.0, false
+	for name, series := range m.PoolInFlight {
+		svc, p, _ := strings.Cut(name, "/")
+		capacity := m.PoolCapacity[name]
+		if svc != service || (pool != "" && p != pool) || capacity <= 0 {
+			continue
+		}
+		seen = true
+		for t := max(from, 0); t < min(to, len(series)); t++ {
+			use = max(use, series[t]/capacity)
+		}
+	}
+	return use, seen
 }
 
 func (c Check) validate(s Scenario) error {
@@ -126,21 +190,31 @@ func (c Check) validate(s Scenario) error {
 	_, client := Figures[c.Figure]
 	_, server := ServerFigureNames[c.Figure]
 	_, hop := HopFigureNames[c.Figure]
+	_, pool := PoolFigureNames[c.Figure]
 	switch {
-	case !client && !server && !hop:
-		names := slices.Concat(slices.Collect(maps.Keys(Figures)), slices.Collect(maps.Keys(ServerFigureNames)), slices.Collect(maps.Keys(HopFigureNames)))
+	case !client && !server && !hop && !pool:
+		names := slices.Concat(slices.Collect(maps.Keys(Figures)), slices.Collect(maps.Keys(ServerFigureNames)),
+			slices.Collect(maps.Keys(HopFigureNames)), slices.Collect(maps.Keys(PoolFigureNames)))
 		slices.Sort(names)
 		errs = append(errs, fmt.Errorf("figure %q: want one of %s", c.Figure, strings.Join(names, ", ")))
 	case server && !slices.Contains(faults.Services(), c.Service):
 		errs = append(errs, fmt.Errorf("figure %s needs a service, one of %s", c.Figure, faults.ServiceList()))
+	case server && methodless[c.Figure] && c.Method != "":
+		errs = append(errs, fmt.Errorf("figure %s counts no particular method: drop method", c.Figure))
 	case hop && (!slices.Contains(faults.Services(), c.Service) || c.Dep == "" || c.Method != ""):
 		errs = append(errs, fmt.Errorf("figure %s is a hop's: give its service (one of %s) and dep, and no method", c.Figure, faults.ServiceList()))
+	case pool && (!slices.Contains(faults.Services(), c.Service) || c.Dep != "" || c.Method != ""):
+		errs = append(errs, fmt.Errorf("figure %s is a service's pools': give its service (one of %s), optionally a pool, and no dep or method", c.Figure, faults.ServiceList()))
 	case !hop && c.Dep != "":
 		errs = append(errs, fmt.Errorf("figure %s is not a hop's: drop dep", c.Figure))
+	case !pool && c.Pool != "":
+		errs = append(errs, fmt.Errorf("figure %s is not a pool's: drop pool", c.Figure))
 	case client && (c.Service != "" || c.Method != ""):
 		errs = append(errs, fmt.Errorf("figure %s is the clients', not a service's: drop service and method", c.Figure))
 	case strings.ContainsAny(c.Method, "/ "):
 		errs = append(errs, fmt.Errorf("method %q: give the gRPC method's short name, such as CreateCharge", c.Method))
+	case strings.ContainsAny(c.Pool, "/ "):
+		errs = append(errs, fmt.Errorf("pool %q: give the pool's name, such as to.payments", c.Pool))
 	}
 	if (c.AtLeast == nil) == (c.AtMost == nil) {
 		errs = append(errs, errors.New("exactly one of at_least and at_most is required"))
@@ -177,7 +251,7 @@ func Evaluate(checks []Check, r Results) []CheckResult {
 
 func (c Check) evaluate(r Results) CheckResult {
 	res := CheckResult{Check: c}
-	v, err := r.figure(c.Mode, c.Phase, c.Class, c.Figure, c.Service, c.Method, c.Dep)
+	v, err := r.figure(c.Mode, c.Phase, c)
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -198,7 +272,7 @@ func (c Check) evaluate(r Results) CheckResult {
 		if c.Of.Phase != "" {
 			p = c.Of.Phase
 		}
-		ref, err := r.figure(m, p, c.Class, c.Figure, c.Service, c.Method, c.Dep)
+		ref, err := r.figure(m, p, c)
 		if err != nil {
 			res.Error = err.Error()
 			return res
@@ -213,42 +287,54 @@ func (c Check) evaluate(r Results) CheckResult {
 	return res
 }
 
-// figure reads one figure of one class in one mode, over the whole run
-// (phase "") or over one phase; a server figure is service's, a hop
-// figure the hop from service to dep's.
-func (r Results) figure(mode, phase, class, figure, service, method, dep string) (float64, error) {
+// figure reads c's figure of c's class in one mode, over the whole run
+// (phase "") or over one phase; a server figure is c.Service's, a hop
+// figure the hop from c.Service to c.Dep's, a pool figure c.Service's
+// pools'.
+func (r Results) figure(mode, phase string, c Check) (float64, error) {
 	i := slices.IndexFunc(r.Modes, func(m ModeResult) bool { return m.Mode == mode })
 	if i < 0 {
 		return math.NaN(), fmt.Errorf("mode %s did not run", mode)
 	}
-	sums, server := r.Modes[i].Classes, r.Modes[i].Server
+	run := r.Modes[i]
+	sums, server := run.Classes, run.Server
+	span := PhaseSpan{StartS: 0, EndS: math.Inf(1)}
 	if phase != "" {
-		j := slices.IndexFunc(r.Modes[i].Phases, func(p PhaseSpan) bool { return p.Name == phase })
+		j := slices.IndexFunc(run.Phases, func(p PhaseSpan) bool { return p.Name == phase })
 		if j < 0 {
 			return math.NaN(), fmt.Errorf("phase %q did not run in %s mode", phase, mode)
 		}
-		sums, server = r.Modes[i].Phases[j].Classes, r.Modes[i].Phases[j].Server
+		span = run.Phases[j]
+		sums, server = span.Classes, span.Server
 	}
-	k := slices.IndexFunc(sums, func(s Summary) bool { return s.Class == class })
+	k := slices.IndexFunc(sums, func(s Summary) bool { return s.Class == c.Class })
 	if k < 0 {
-		return math.NaN(), fmt.Errorf("class %s sent nothing in %s mode", class, mode)
+		return math.NaN(), fmt.Errorf("class %s sent nothing in %s mode", c.Class, mode)
 	}
-	if f, ok := HopFigureNames[figure]; ok {
-		v, ok := f(server, service+"/"+dep)
+	requests := sums[k].Requests
+	if f, ok := PoolFigureNames[c.Figure]; ok {
+		v, ok := f(run, c.Service, c.Pool, span)
 		if !ok {
-			return math.NaN(), fmt.Errorf("%s → %s made no calls with a slice in %s mode", service, dep, mode)
+			return math.NaN(), fmt.Errorf("%s showed no pool %q in %s mode", c.Service, c.Pool, mode)
 		}
 		return v, nil
 	}
-	if f, ok := ServerFigureNames[figure]; ok {
-		if sums[k].Requests == 0 {
-			return math.NaN(), fmt.Errorf("class %s sent nothing in %s mode", class, mode)
+	if f, ok := HopFigureNames[c.Figure]; ok {
+		v, ok := f(server, c.Service+"/"+c.Dep, requests)
+		if !ok {
+			return math.NaN(), fmt.Errorf("%s → %s made no calls with a slice in %s mode", c.Service, c.Dep, mode)
 		}
-		return f(server, service, method) / float64(sums[k].Requests), nil
+		return v, nil
 	}
-	f, ok := Figures[figure]
+	if f, ok := ServerFigureNames[c.Figure]; ok {
+		if requests == 0 {
+			return math.NaN(), fmt.Errorf("class %s sent nothing in %s mode", c.Class, mode)
+		}
+		return f(server, c.Service, c.Method) / float64(requests), nil
+	}
+	f, ok := Figures[c.Figure]
 	if !ok {
-		return math.NaN(), fmt.Errorf("unknown figure %q", figure)
+		return math.NaN(), fmt.Errorf("unknown figure %q", c.Figure)
 	}
 	return f(sums[k]), nil
 }

@@ -37,6 +37,15 @@ func (h Histogram) Since(before Histogram) Histogram {
 	return out
 }
 
+// Total is how many observations h counted (its +Inf bucket); 0 for an
+// empty histogram.
+func (h Histogram) Total() float64 {
+	if len(h.Counts) == 0 {
+		return 0
+	}
+	return h.Counts[len(h.Counts)-1]
+}
+
 // Quantile is Prometheus' histogram_quantile over h: the bucket holding
 // rank q × total, interpolated linearly inside it (from 0 in the first
 // bucket); a rank in the +Inf bucket gives the highest finite bound. NaN

@@ -44,6 +44,9 @@ type ModeResult struct {
 	// breaker state (0 closed, 1 half-open, 2 open).
 	PoolInFlight map[string][]float64 `json:"pool_in_flight"`
 	BreakerState map[string][]float64 `json:"breaker_state"`
+	// PoolCapacity is each pool's slots, by "service/pool": with
+	// PoolInFlight, how full it was (the pool_peak_use figure).
+	PoolCapacity map[string]float64 `json:"pool_capacity,omitempty"`
 }
 
 // PhaseSpan is when one phase ran, and the faults it applied.
@@ -78,8 +81,12 @@ type ServerFigures struct {
 	LateCompletions float64            `json:"late_completions"`
 	LateWorkSeconds float64            `json:"late_work_seconds"`
 	Skipped         map[string]float64 `json:"skipped"`
-	BreakerOpens    float64            `json:"breaker_opens"`
-	PoolRejections  float64            `json:"pool_rejections"`
+	// InsufficientBudget are, by service, the calls it did not make
+	// because less than the floor was left: the floor check firing
+	// instead of a doomed call starting.
+	InsufficientBudget map[string]float64 `json:"insufficient_budget,omitempty"`
+	BreakerOpens       float64            `json:"breaker_opens"`
+	PoolRejections     float64            `json:"pool_rejections"`
 	// Calls are the requests each service behind the gateway received;
 	// Amplification is that per user request sent.
 	Calls         map[string]float64 `json:"calls"`
@@ -94,6 +101,16 @@ type ServerFigures struct {
 	// recording rule mercado:hop_headroom_seconds does. Negative: more
 	// than 1% of its calls ended at the cap.
 	HeadroomMS map[string]float64 `json:"headroom_ms,omitempty"`
+	// HopTimeouts are each hop's calls a deadline ended (its own cap, or
+	// the caller's budget), by "service/dep": where DeadlineExceeded was
+	// counted.
+	HopTimeouts map[string]float64 `json:"hop_timeouts,omitempty"`
+	// HopCalls are each hop's calls made, whatever their outcome, by
+	// "service/dep".
+	HopCalls map[string]float64 `json:"hop_calls,omitempty"`
+	// HopBreakerOpens are how many times each hop's breaker opened, by
+	// "service/dep".
+	HopBreakerOpens map[string]float64 `json:"hop_breaker_opens,omitempty"`
 	// CPUSecondsPerGoodCheckout is the process's CPU time during the run
 	// divided by checkouts answered well in time (in-process runs only).
 	CPUSecondsPerGoodCheckout float64 `json:"cpu_seconds_per_good_checkout,omitempty"`

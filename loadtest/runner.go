@@ -80,7 +80,7 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	orderID := seedOrder(ctx, shop.URL(), string(m)+"-"+nonce)
 
 	mr := ModeResult{Mode: string(m), Valid: true, Series: map[string][]Second{},
-		PoolInFlight: map[string][]float64{}, BreakerState: map[string][]float64{}}
+		PoolInFlight: map[string][]float64{}, BreakerState: map[string][]float64{}, PoolCapacity: map[string]float64{}}
 	before, err := shop.Counters(ctx)
 	if err != nil {
 		return ModeResult{}, err
@@ -470,6 +470,9 @@ func sampleGauges(ctx context.Context, shop Shop, mr *ModeResult, start time.Tim
 		for pool, v := range g.PoolInFlight {
 			record(mr.PoolInFlight, pool, v)
 		}
+		for pool, v := range g.PoolCapacity {
+			mr.PoolCapacity[pool] = max(mr.PoolCapacity[pool], v)
+		}
 		for dep, v := range g.BreakerState {
 			record(mr.BreakerState, dep, v)
 		}
@@ -499,6 +502,12 @@ func serverFigures(before, after Counters, requests int) ServerFigures {
 		}
 	}
 	for hop, h := range after.Hops {
+		if n := h.Total() - before.Hops[hop].Total(); n > 0 {
+			if s.HopCalls == nil {
+				s.HopCalls = map[string]float64{}
+			}
+			s.HopCalls[hop] = n
+		}
 		if ms, ok := headroomMS(after.Caps[hop], before.Hops[hop], h); ok {
 			if s.HeadroomMS == nil {
 				s.HeadroomMS = map[string]float64{}
@@ -509,6 +518,30 @@ func serverFigures(before, after Counters, requests int) ServerFigures {
 	for reason, v := range after.Skipped {
 		if d := v - before.Skipped[reason]; d > 0 {
 			s.Skipped[reason] = d
+		}
+	}
+	for svc, v := range after.InsufficientBudget {
+		if d := v - before.InsufficientBudget[svc]; d > 0 {
+			if s.InsufficientBudget == nil {
+				s.InsufficientBudget = map[string]float64{}
+			}
+			s.InsufficientBudget[svc] = d
+		}
+	}
+	for hop, v := range after.HopTimeouts {
+		if d := v - before.HopTimeouts[hop]; d > 0 {
+			if s.HopTimeouts == nil {
+				s.HopTimeouts = map[string]float64{}
+			}
+			s.HopTimeouts[hop] = d
+		}
+	}
+	for hop, v := range after.HopBreakerOpens {
+		if d := v - before.HopBreakerOpens[hop]; d > 0 {
+			if s.HopBreakerOpens == nil {
+				s.HopBreakerOpens = map[string]float64{}
+			}
+			s.HopBreakerOpens[hop] = d
 		}
 	}
 	for svc, v := range after.Requests {

@@ -42,6 +42,9 @@ type Counters struct {
 	DuplicateCharges float64
 	// Skipped counts calls and requests not served, by reason.
 	Skipped map[string]float64
+	// InsufficientBudget counts, by service, the calls it did not make
+	// because less than the floor was left of the budget.
+	InsufficientBudget map[string]float64
 	// Requests counts the requests each service received, by service;
 	// Methods by "service/Method" (the gRPC method's short name).
 	Requests map[string]float64
@@ -52,12 +55,20 @@ type Counters struct {
 	// headroom (ServerFigures.HeadroomMS).
 	Hops map[string]Histogram
 	Caps map[string]float64
+	// HopTimeouts count each hop's calls that a deadline ended — its own
+	// cap (outcome timeout) or the caller's budget (budget_exhausted) —
+	// by "service/dep".
+	HopTimeouts map[string]float64
+	// HopBreakerOpens count each hop's breaker opening, by "service/dep".
+	HopBreakerOpens map[string]float64
 }
 
 // Gauges are the services' gauges at one moment.
 type Gauges struct {
 	// PoolInFlight is each pool's work in flight, by "service/pool".
 	PoolInFlight map[string]float64
+	// PoolCapacity is each pool's slots, by "service/pool".
+	PoolCapacity map[string]float64
 	// BreakerState is each breaker's state by "service/dep": 0 closed, 1
 	// half-open, 2 open.
 	BreakerState map[string]float64

@@ -15,6 +15,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/loadtest"
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // Shop is a running shop driven through its services' admin APIs: the
@@ -152,7 +153,8 @@ func (s *Shop) Counters(ctx context.Context) (loadtest.Counters, error) {
 		return loadtest.Counters{}, err
 	}
 	c := loadtest.Counters{Skipped: map[string]float64{}, Requests: map[string]float64{}, Methods: map[string]float64{},
-		Hops: map[string]loadtest.Histogram{}, Caps: map[string]float64{}}
+		Hops: map[string]loadtest.Histogram{}, Caps: map[string]float64{},
+		InsufficientBudget: map[string]float64{}, HopTimeouts: map[string]float64{}, HopBreakerOpens: map[string]float64{}}
 	for svc, f := range all {
 		c.LateCompletions += f.Sum(telemetry.NameLateCompletions, nil)
 		c.LateWorkSeconds += f.Sum(telemetry.NameLateWork, nil)
@@ -161,6 +163,15 @@ func (s *Shop) Counters(ctx context.Context) (loadtest.Counters, error) {
 		c.Retries += f.Sum(telemetry.NameRetries, nil)
 		for reason, v := range f.ByLabel(telemetry.NameSkipped, "reason") {
 			c.Skipped[reason] += v
+		}
+		c.InsufficientBudget[svc] = f.Sum(telemetry.NameSkipped, map[string]string{"reason": telemetry.ReasonInsufficientBudget})
+		for _, outcome := range []deadline.Outcome{deadline.OutcomeTimeout, deadline.OutcomeBudget} {
+			for dep, v := range f.Count(telemetry.NameHopDuration, "outcome", string(outcome), "dep") {
+				c.HopTimeouts[svc+"/"+dep] += v
+			}
+		}
+		for dep, v := range f.Count(telemetry.NameBreakerTransitions, "to", "open", "dep") {
+			c.HopBreakerOpens[svc+"/"+dep] = v
 		}
 		c.Requests[svc] = f.Sum(telemetry.NameRequests, nil)
 		for method, v := range f.ByLabel(telemetry.NameRequests, "method") {
@@ -183,10 +194,13 @@ func (s *Shop) Gauges(ctx context.Context) (loadtest.Gauges, error) {
 	if err != nil {
 		return loadtest.Gauges{}, err
 	}
-	g := loadtest.Gauges{PoolInFlight: map[string]float64{}, BreakerState: map[string]float64{}}
+	g := loadtest.Gauges{PoolInFlight: map[string]float64{}, PoolCapacity: map[string]float64{}, BreakerState: map[string]float64{}}
 	for svc, f := range all {
 		for pool, v := range f.ByLabel(telemetry.NamePoolInFlight, "pool") {
 			g.PoolInFlight[svc+"/"+pool] = v
+		}
+		for pool, v := range f.ByLabel(telemetry.NamePoolCapacity, "pool") {
+			g.PoolCapacity[svc+"/"+pool] = v
 		}
 		for dep, v := range f.ByLabel(telemetry.NameBreakerState, "dep") {
 			g.BreakerState[svc+"/"+dep] = v

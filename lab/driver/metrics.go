@@ -66,6 +66,35 @@ func (f Families) ByLabel(name, label string) map[string]float64 {
 	return out
 }
 
+// Count adds up the series of a counter family, or the counts of a
+// histogram family, whose label named label has the value value, by the
+// value of the label by (mercado_hop_duration_seconds' calls that ended
+// in a timeout, by dep).
+func (f Families) Count(name, label, value, by string) map[string]float64 {
+	out := map[string]float64{}
+	fam, ok := f[name]
+	if !ok {
+		return out
+	}
+	for _, m := range fam.GetMetric() {
+		if !labelsMatch(m, map[string]string{label: value}) {
+			continue
+		}
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() != by {
+				continue
+			}
+			switch {
+			case m.GetCounter() != nil:
+				out[lp.GetValue()] += m.GetCounter().GetValue()
+			case m.GetHistogram() != nil:
+				out[lp.GetValue()] += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
 // Histograms adds up a histogram family's series by the value of one
 // label (a hop's outcomes together, by dep): cumulative counts by upper
 // bound, +Inf last.
