@@ -201,7 +201,7 @@ func TestStrictDecoding(t *testing.T) {
 }
 
 func TestOverlays(t *testing.T) {
-	for _, mode := range []string{"naive", "budgeted"} {
+	for _, mode := range []string{"fragile", "naive", "budgeted"} {
 		t.Run(mode, func(t *testing.T) {
 			m := render(t, "overlays/"+mode)
 			checkNamespace(t, m)

@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +70,28 @@ phases: [{name: calm, duration: 1s}]
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want an error containing %q", extra, err, want)
 		}
+	}
+}
+
+// A scenario may compare the fragile shop with the budgeted one, with a
+// client of its own for the fragile phases.
+func TestScenarioFragileMode(t *testing.T) {
+	sc, err := ParseScenario([]byte(`name: x
+deadline: 1s
+modes: [fragile, budgeted]
+clients:
+  fragile: {retries: 1}
+classes: {checkout: {rate: 10}}
+phases: [{name: calm, duration: 1s}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sc.Modes, []mode.Mode{mode.Fragile, mode.Budgeted}) || sc.ClientFor(mode.Fragile).Retries != 1 {
+		t.Errorf("modes %v, fragile's client %+v; want fragile then budgeted, with 1 retry", sc.Modes, sc.ClientFor(mode.Fragile))
+	}
+	if _, err := ParseScenario([]byte("name: x\ndeadline: 1s\nmodes: [reckless]\nclasses: {checkout: {rate: 10}}\nphases: [{name: calm, duration: 1s}]\n")); err == nil ||
+		!strings.Contains(err.Error(), `"fragile", "naive" or "budgeted"`) {
+		t.Errorf("modes: [reckless]: %v, want an error listing the modes", err)
 	}
 }

@@ -115,13 +115,15 @@ func runFault(ctx context.Context, args []string, getenv func(string) string, st
 	return nil
 }
 
-const modeUsage = `Usage: mercado mode [naive|budgeted] [flags]
+const modeUsage = `Usage: mercado mode [fragile|naive|budgeted] [flags]
 
 Shows or switches the running shop's mode through the gateway's admin API,
 which switches every service in one call and reports each one's result. A
 switch resets breakers, pools and retry budgets.
 
   mercado mode                                  show the mode in force
+  mercado mode fragile                          no timeouts at all
+  mercado mode fragile --mechanisms caps=on,connect_timeout=on
   mercado mode naive
   mercado mode budgeted --mechanisms breakers=off
 
@@ -181,6 +183,7 @@ func modeError(c admin.Client, err error) error {
 
 func printMode(w io.Writer, v admin.ModeView) {
 	m := v.Mechanisms
-	fmt.Fprintf(w, "%-9s %-9s edge_deadline=%t clip_to_budget=%t admission=%t honour_cancel=%t bulkheads=%t breakers=%t retries=%s idempotency=%t outbox=%t fanout=%s\n",
-		v.Service, v.Mode, m.EdgeDeadline, m.ClipToBudget, m.Admission, m.HonourCancel, m.Bulkheads, m.Breakers, m.Retries, m.Idempotency, m.Outbox, m.Fanout)
+	fmt.Fprintf(w, "%-9s %-9s edge_deadline=%t clip_to_budget=%t admission=%t honour_cancel=%t bulkheads=%t breakers=%t retries=%s idempotency=%t outbox=%t fanout=%s caps=%t connect_timeout=%t\n",
+		v.Service, v.Mode, m.EdgeDeadline, m.ClipToBudget, m.Admission, m.HonourCancel, m.Bulkheads, m.Breakers, m.Retries, m.Idempotency, m.Outbox, m.Fanout,
+		m.Caps, m.ConnectTimeout)
 }

@@ -160,8 +160,8 @@ func printFindings(w io.Writer, s budgetcheck.Shop, findings []budgetcheck.Findi
 // each service's settings from its own Config, the calls from the
 // gateway's and orders' tables, the edge from the gateway's.
 func shopFromConfig(source string, c shop.Config) budgetcheck.Shop {
-	s := budgetcheck.Shop{Source: source, Edge: *c.Gateway.Edge()}
 	gs := c.Gateway.Settings()
+	s := budgetcheck.Shop{Source: source, Edge: *c.Gateway.Edge(gs)}
 	s.Services = append(s.Services, budgetcheck.Service{Name: faults.ServiceGateway, Settings: gs, Accepts: accepts(func(k deadline.Class) time.Duration { return c.Gateway.Accepts(gs, k) })})
 	ors := c.Orders.Settings()
 	s.Services = append(s.Services, budgetcheck.Service{Name: faults.ServiceOrders, Settings: ors, Accepts: serverAccepts(c.Orders.Common)})

@@ -119,6 +119,8 @@ func TestBudgetCheckDeploymentFiles(t *testing.T) {
 		{[]string{"--compose", "../../docker-compose.yml"}, map[string]string{"MERCADO_PAYMENTS_CAP": "20s"}, 1},
 		{[]string{"--k8s", "../../k8s/overlays/budgeted"}, nil, 0},
 		{[]string{"--k8s", "../../k8s/overlays/naive"}, nil, 1},
+		{[]string{"--k8s", "../../k8s/overlays/fragile"}, nil, 1},
+		{[]string{"--compose", "../../docker-compose.yml"}, map[string]string{"MERCADO_MODE": "fragile"}, 1},
 	} {
 		code, out := budgetCheck(t, c.env, c.args...)
 		if code != c.want {
@@ -129,7 +131,8 @@ func TestBudgetCheckDeploymentFiles(t *testing.T) {
 
 func TestBudgetCheckK8sOffline(t *testing.T) {
 	t.Setenv("PATH", t.TempDir()) // no kubectl
-	for dir, want := range map[string]string{"budgeted": "no findings", "naive": "unbounded_call: gateway → orders"} {
+	for dir, want := range map[string]string{"budgeted": "no findings", "naive": "unbounded_call: gateway → orders",
+		"fragile": "unbounded_call: orders → shipping"} {
 		_, out := budgetCheck(t, nil, "--k8s", "../../k8s/overlays/"+dir)
 		if !strings.Contains(out, want) {
 			t.Errorf("%s offline: want %q in\n%s", dir, want, out)
@@ -215,5 +218,32 @@ func getContract(t *testing.T, adminURL string, c *budgetcheck.Contract) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(c); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The fragile mode fails the check with every call unbounded, the
+// gateway's and orders' alike, each finding naming the caps; its caps
+// back on (stage 1), the calls orders makes are bounded again.
+func TestBudgetCheckFragileNamesEveryUnboundedCall(t *testing.T) {
+	code, r := budgetCheckJSON(t, nil, "--mode", "fragile")
+	if code != 1 || r.OK {
+		t.Fatalf("--mode fragile: exit %d, ok %v; want 1 and findings", code, r.OK)
+	}
+	calls := []string{"gateway → orders", "gateway → catalog", "orders → catalog", "orders → fraud",
+		"orders → payments", "orders → shipping", "orders → estimate", "orders → audit"}
+	for _, where := range calls {
+		f, ok := finding(r, budgetcheck.RuleUnbounded, where)
+		if !ok || !strings.Contains(f.Setting, "caps off") {
+			t.Errorf("fragile: want %s unbounded with the caps off, got %+v", where, f)
+		}
+	}
+	_, r = budgetCheckJSON(t, nil, "--mode", "fragile", "--mechanisms", "caps=on,connect_timeout=on")
+	for _, where := range calls[2:] {
+		if f, ok := finding(r, budgetcheck.RuleUnbounded, where); ok {
+			t.Errorf("fragile with caps=on: %s is still unbounded: %+v", where, f)
+		}
+	}
+	if _, ok := finding(r, budgetcheck.RuleUnbounded, "gateway → orders"); !ok {
+		t.Errorf("fragile with caps=on: want gateway → orders unbounded still (no --orders-cap), got %+v", r.Findings)
 	}
 }

@@ -27,10 +27,10 @@ Usage:
   mercado serve <gateway|orders|catalog|payments|shipping|all> [flags]
   mercado lab [scenario|lesson7|fanout|waterfall|isolation] [flags]
   mercado load --gateway URL --admin URL --scenario NAME|FILE
-  mercado mode [naive|budgeted] [flags]       (a running shop)
-  mercado fault <service> [flags]             (a running service)
-  mercado budget <plan|check|suggest> [flags] (plan an allocation, check the guardrails, suggest caps)
-  mercado healthcheck URL                     (exit 0 when URL answers 200; for images)
+  mercado mode [fragile|naive|budgeted] [flags]   (a running shop)
+  mercado fault <service> [flags]                 (a running service)
+  mercado budget <plan|check|suggest> [flags]     (plan an allocation, check the guardrails, suggest caps)
+  mercado healthcheck URL                         (exit 0 when URL answers 200; for images)
   mercado version
   mercado help
 

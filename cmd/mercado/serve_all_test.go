@@ -46,13 +46,20 @@ type flagCase struct {
 // those `serve all` refuses (refusedUnderAll); TestServeFlagTablesAreComplete
 // holds both tables to the help, so that a new flag cannot be forgotten.
 var flagCases = map[string]flagCase{
-	"mode":            {value: "naive", check: modeShows("mode", "naive")},
+	"mode": {value: "fragile", check: func(t *testing.T, name string, s running) {
+		modeShows("mode", "fragile")(t, name, s)
+		if got := adminMode(t, s)["mechanisms"].(map[string]any)["caps"]; got != false {
+			t.Errorf("%s: GET /admin/mode shows caps %v in the fragile mode, want false", name, got)
+		}
+	}},
 	"margin":          {value: "7ms", check: modeShows("margin_ms", float64(7))},
 	"floor":           {value: "30ms", check: modeShows("floor_ms", float64(30))},
 	"connect-timeout": {value: "1.5s", check: modeShows("connect_timeout_ms", float64(1500))},
-	"mechanisms": {value: "breakers=off", shows: "breakers=false", check: func(t *testing.T, name string, s running) {
-		if got := adminMode(t, s)["mechanisms"].(map[string]any)["breakers"]; got != false {
-			t.Errorf("%s: GET /admin/mode shows breakers %v, want false", name, got)
+	"mechanisms": {value: "breakers=off,caps=off", shows: "breakers=false,caps=false", check: func(t *testing.T, name string, s running) {
+		for _, m := range []string{"breakers", "caps"} {
+			if got := adminMode(t, s)["mechanisms"].(map[string]any)[m]; got != false {
+				t.Errorf("%s: GET /admin/mode shows %s %v, want false", name, m, got)
+			}
 		}
 	}},
 	"admin-token": {value: "tok-shared-1", shows: "(set)", check: func(t *testing.T, name string, s running) {

@@ -185,7 +185,7 @@ func (a *api) putMode(w http.ResponseWriter, r *http.Request) {
 	// The refusals name the values accepted, not the one sent: it is the
 	// client's, and may be anything up to the body limit.
 	if _, err := mode.Parse(string(ch.Mode)); err != nil {
-		problem.Write(w, r, http.StatusBadRequest, fmt.Sprintf("mode must be %q or %q", mode.Naive, mode.Budgeted))
+		problem.Write(w, r, http.StatusBadRequest, "mode must be "+mode.Names())
 		return
 	}
 	if err := ch.Mechanisms.Validate(); err != nil {

@@ -154,3 +154,20 @@ func TestGatewayFansOut(t *testing.T) {
 		t.Error("the peer was not switched")
 	}
 }
+
+// The fragile mode switches the whole shop through the gateway like the
+// others, with its overrides: here its caps back on (stage 1).
+func TestGatewayFansOutFragile(t *testing.T) {
+	peer, peerLive, _ := newAPI(t, "tok")
+	gw, gwLive, _ := newAPI(t, "tok", admin.Peer{Name: "orders", URL: peer.URL})
+	resp, body := do(t, http.MethodPut, gw.URL+"/admin/mode", `{"mode":"fragile","mechanisms":{"caps":true}}`, "tok")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	for name, live := range map[string]*mode.Live{"gateway": gwLive, "orders": peerLive} {
+		s := live.Load()
+		if s.Mode != mode.Fragile || !s.Mechanisms.Caps || s.Mechanisms.ConnectTimeout || s.Mechanisms.EdgeDeadline {
+			t.Errorf("%s: %s %+v, want fragile with its caps on and nothing else", name, s.Mode, s.Mechanisms)
+		}
+	}
+}

@@ -126,8 +126,8 @@ func TestAdminBadInputMatrix(t *testing.T) {
 		return tc{name, http.MethodPut, path, body, jsonHeader(), code, detail}
 	}
 	cases = append(cases,
-		put("/admin/mode", "unknown mode", `{"mode":"reckless"}`, 400, `mode must be "naive" or "budgeted"`),
-		put("/admin/mode", "no mode", `{}`, 400, `mode must be "naive" or "budgeted"`),
+		put("/admin/mode", "unknown mode", `{"mode":"reckless"}`, 400, `mode must be "fragile", "naive" or "budgeted"`),
+		put("/admin/mode", "no mode", `{}`, 400, `mode must be "fragile", "naive" or "budgeted"`),
 		put("/admin/mode", "mode not a string", `{"mode":1}`, 400, `field "mode" must be a string`),
 		put("/admin/mode", "a huge unknown mode, not echoed", `{"mode":"`+strings.Repeat("m", 60<<10)+`"}`, 400, `mode must be`),
 		put("/admin/mode", "unknown mechanism", `{"mode":"naive","mechanisms":{"magic":true}}`, 400, `unknown field "magic"`),

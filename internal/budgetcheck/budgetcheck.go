@@ -270,9 +270,18 @@ func (s Shop) unbounded() []Finding {
 		} else if ok && !svc.Settings.Mechanisms.HonourCancel {
 			why = fmt.Sprintf("%s drops its caller's deadline (honour_cancel off)", c.From)
 		}
-		out = append(out, Finding{Rule: RuleUnbounded, Where: where(c), Setting: setting(c),
+		set, fix := setting(c), fmt.Sprintf("give the call a cap (%s)", flagOr(c))
+		if svc, ok := s.service(c.From); ok && !svc.Settings.Mechanisms.Caps {
+			what := c.Setting
+			if what == "" {
+				what = "its cap fixed in code"
+			}
+			set = fmt.Sprintf("%s caps off (%s is not applied)", c.From, what)
+			fix = "turn the caps on (--mechanisms caps=on)"
+		}
+		out = append(out, Finding{Rule: RuleUnbounded, Where: where(c), Setting: set,
 			Problem: fmt.Sprintf("%s's call to %s has no cap and no budget: %s, so if %s never answers, %s waits forever", c.From, c.Dep, why, c.To, c.From),
-			Fix:     fmt.Sprintf("give the call a cap (%s), or put a deadline on the request (mode budgeted, or --mechanisms edge_deadline=on)", flagOr(c))})
+			Fix:     fix + ", or put a deadline on the request (mode budgeted, or --mechanisms edge_deadline=on)"})
 	}
 	return out
 }

@@ -205,3 +205,24 @@ func TestConnectTimeoutAboveBudget(t *testing.T) {
 		t.Fatalf("2s connect over a 1.5s longest budget not reported: %+v", f)
 	}
 }
+
+// In the fragile mode every call is unbounded, and each finding says the
+// caps are off and how to turn them on.
+func TestFragileEveryCallUnbounded(t *testing.T) {
+	f := shopOf(mode.Fragile, 0, 0, 3)
+	got := Check(f)
+	for _, c := range f.Calls {
+		found := false
+		for _, x := range got {
+			if x.Rule == RuleUnbounded && x.Where == where(c) {
+				found = true
+				if !strings.Contains(x.Setting, "caps off") || !strings.Contains(x.Fix, "caps=on") {
+					t.Errorf("%s: setting %q, fix %q; want them to name the caps", x.Where, x.Setting, x.Fix)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %s finding for %s: %v", RuleUnbounded, where(c), rules(got))
+		}
+	}
+}

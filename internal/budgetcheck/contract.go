@@ -143,6 +143,8 @@ type Need struct {
 
 // Promise is the longest the service takes to answer a request of a
 // class, given its caps, attempts, floor, margin and the class's maximum.
+// A service with caps off promises no bound, unless it answers by its
+// caller's deadline.
 type Promise struct {
 	Class deadline.Class `json:"class"`
 	// MS is the promise; meaningless when Bounded is false.
@@ -188,6 +190,13 @@ func Publish(name string, s mode.Settings, accepts map[deadline.Class]time.Durat
 	var longest time.Duration
 	for _, r := range routes {
 		longest = max(longest, addSat(own[r], alone.Worst(name, r, forever)))
+	}
+	// With caps off nothing in the service bounds a wait, not even its
+	// own vendor's (the work the faults simulate): the configured figures
+	// are what the dependencies take today, not a bound. Only keeping the
+	// caller's deadline (below) still bounds the answer.
+	if !s.Mechanisms.Caps {
+		longest = forever
 	}
 	for _, class := range classes {
 		for _, r := range routes {

@@ -97,3 +97,30 @@ func TestComposedContracts(t *testing.T) {
 		t.Fatalf("want mid's need of 150ms above the edge's 100ms, got %+v", f)
 	}
 }
+
+// A fragile service promises no bound, leaf included: with caps off,
+// nothing bounds its waits, whatever its dependencies take today. Given
+// back its caller's deadline (honour_cancel and admission on, stage 2),
+// it promises to answer by it.
+func TestFragilePromisesNoBound(t *testing.T) {
+	f := shopOf(mode.Fragile, 0, 0, 3)
+	for _, c := range contractsOf(f, 50*time.Millisecond) {
+		for _, p := range c.Promises {
+			if p.Bounded || p.ByDeadline {
+				t.Errorf("fragile %s promises %+v for %s, want no bound", c.Service, p, p.Class)
+			}
+		}
+	}
+	var stage2 mode.Overrides
+	if err := stage2.Set("honour_cancel=on,admission=on"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.Services {
+		f.Services[i].Settings.Mechanisms = mode.Fragile.Mechanisms().Apply(stage2)
+		f.Services[i].Accepts = map[deadline.Class]time.Duration{deadline.Interactive: time.Second}
+	}
+	leaf := contractsOf(f, 50*time.Millisecond)[2]
+	if p, _ := leaf.promise(deadline.Interactive); !p.Bounded || !p.ByDeadline || p.MS != 1000 {
+		t.Errorf("a fragile leaf that keeps its caller's deadline promises %+v, want by the deadline, 1s", p)
+	}
+}

@@ -1,5 +1,5 @@
-// Package mode defines Mercado's two modes, naive and budgeted, as presets
-// of the mechanisms the lab compares.
+// Package mode defines Mercado's three modes, fragile, naive and budgeted,
+// as presets of the mechanisms the lab compares.
 package mode
 
 import (
@@ -21,15 +21,27 @@ const (
 	Naive Mode = "naive"
 	// Budgeted sets one deadline at the edge and every hop honours it.
 	Budgeted Mode = "budgeted"
+	// Fragile sets no timeout at all: naive without even the per-call
+	// caps, as code written with the libraries' defaults runs. A call
+	// waits as long as its dependency takes (Drill 76, the timeout that
+	// wasn't set).
+	Fragile Mode = "fragile"
 )
+
+// Modes lists the presets, from the least armoured to the most.
+func Modes() []Mode { return []Mode{Fragile, Naive, Budgeted} }
+
+// Names lists the presets' names for a message: "fragile", "naive" or
+// "budgeted".
+func Names() string { return fmt.Sprintf("%q, %q or %q", Fragile, Naive, Budgeted) }
 
 // Parse returns the mode named s.
 func Parse(s string) (Mode, error) {
 	switch m := Mode(s); m {
-	case Naive, Budgeted:
+	case Fragile, Naive, Budgeted:
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown mode %q (want %q or %q)", s, Naive, Budgeted)
+	return "", fmt.Errorf("unknown mode %q (want %s)", s, Names())
 }
 
 // String implements flag.Value.
@@ -47,6 +59,12 @@ func (m *Mode) Set(s string) error {
 
 // Mechanisms are the switches a mode presets.
 type Mechanisms struct {
+	// Caps: read timeouts. Each call is bounded by its per-call cap
+	// (clipped to the budget when ClipToBudget is on), and the edge's
+	// HTTP server by its read and write timeouts. Off, a call waits as
+	// long as the dependency takes, as a client with no timeout does; a
+	// call clipped to the budget is then bounded by the budget alone.
+	Caps bool `json:"caps"`
 	// EdgeDeadline: the gateway puts the client's budget on the request
 	// (choose the total first). Off, nothing is cut short by it.
 	EdgeDeadline bool `json:"edge_deadline"`
@@ -154,14 +172,19 @@ func ParseRetries(s string) (Retries, error) {
 	return "", fmt.Errorf("unknown retry strategy %q (want %q, %q or %q)", s, RetriesNaive, RetriesBudgeted, RetriesOff)
 }
 
-// Mechanisms returns the preset of m.
+// Mechanisms returns the preset of m. Naive is fragile with the per-call
+// caps on; budgeted turns everything on.
 func (m Mode) Mechanisms() Mechanisms {
+	if m == Fragile {
+		return Mechanisms{Retries: RetriesNaive, Fanout: FanoutSequential}
+	}
 	on := m == Budgeted
 	retries, fanout := RetriesNaive, FanoutSequential
 	if on {
 		retries, fanout = RetriesBudgeted, FanoutParallel
 	}
 	return Mechanisms{
+		Caps:         true,
 		EdgeDeadline: on, ClipToBudget: on, Admission: on, HonourCancel: on,
 		Bulkheads: on, Breakers: on, Retries: retries, Outbox: on, Idempotency: on,
 		Fanout: fanout, Classes: on, Criticality: on, ConnectTimeout: on,
@@ -180,6 +203,16 @@ type Settings struct {
 	// Connect bounds each attempt to connect to a dependency while
 	// Mechanisms.ConnectTimeout is on.
 	Connect time.Duration `json:"-"`
+}
+
+// Cap is the per-call cap in force for a call whose configured cap is c:
+// c with Caps on, zero (none: the call waits as long as its dependency
+// takes, unless the budget clips it) with Caps off.
+func (s Settings) Cap(c time.Duration) time.Duration {
+	if !s.Mechanisms.Caps {
+		return 0
+	}
+	return c
 }
 
 // ConnectTimeout is the bound on an attempt to connect to a dependency

@@ -24,6 +24,7 @@ func TestParse(t *testing.T) {
 		want    mode.Mode
 		wantErr bool
 	}{
+		{"fragile", mode.Fragile, false},
 		{"naive", mode.Naive, false},
 		{"budgeted", mode.Budgeted, false},
 		{"", "", true},
@@ -41,7 +42,7 @@ func TestParse(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("Parse(%q) = %q, want %q", tt.in, got, tt.want)
 			}
-			if err != nil && !strings.Contains(err.Error(), `"naive"`) {
+			if err != nil && !strings.Contains(err.Error(), `"fragile", "naive" or "budgeted"`) {
 				t.Errorf("error %q does not list the modes", err)
 			}
 		})
@@ -73,12 +74,15 @@ func TestMechanisms(t *testing.T) {
 		want mode.Mechanisms
 	}{
 		{mode.Budgeted, mode.Mechanisms{
-			EdgeDeadline: true, ClipToBudget: true, Admission: true, HonourCancel: true,
+			Caps: true, EdgeDeadline: true, ClipToBudget: true, Admission: true, HonourCancel: true,
 			Bulkheads: true, Breakers: true, Retries: mode.RetriesBudgeted, Outbox: true, Idempotency: true,
 			Fanout: mode.FanoutParallel, Classes: true, Criticality: true, ConnectTimeout: true,
 		}},
-		{mode.Naive, mode.Mechanisms{Retries: mode.RetriesNaive, Fanout: mode.FanoutSequential}},
-		{mode.Mode("unknown"), mode.Mechanisms{Retries: mode.RetriesNaive, Fanout: mode.FanoutSequential}},
+		// Naive keeps each call's own cap, and nothing else.
+		{mode.Naive, mode.Mechanisms{Caps: true, Retries: mode.RetriesNaive, Fanout: mode.FanoutSequential}},
+		// Fragile has not even the caps: no timeout at all.
+		{mode.Fragile, mode.Mechanisms{Retries: mode.RetriesNaive, Fanout: mode.FanoutSequential}},
+		{mode.Mode("unknown"), mode.Mechanisms{Caps: true, Retries: mode.RetriesNaive, Fanout: mode.FanoutSequential}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.m), func(t *testing.T) {
@@ -98,6 +102,7 @@ func TestSettingsPolicy(t *testing.T) {
 	}{
 		{"budgeted", mode.Budgeted.Mechanisms(), deadline.Policy{Margin: margin, Floor: floor, Admission: true}},
 		{"naive is blind and admits everything", mode.Naive.Mechanisms(), deadline.Policy{Margin: margin, Floor: floor, Blind: true}},
+		{"fragile is blind and admits everything", mode.Fragile.Mechanisms(), deadline.Policy{Margin: margin, Floor: floor, Blind: true}},
 		{"clip only", mode.Mechanisms{ClipToBudget: true}, deadline.Policy{Margin: margin, Floor: floor}},
 		{"admission only", mode.Mechanisms{Admission: true}, deadline.Policy{Margin: margin, Floor: floor, Blind: true, Admission: true}},
 	}
@@ -270,5 +275,67 @@ func TestConnectTimeout(t *testing.T) {
 	}
 	if got := off.String(); got != "connect_timeout=false" {
 		t.Errorf("String() = %q, want connect_timeout=false", got)
+	}
+}
+
+// The caps are naive's and budgeted's; fragile has none, and
+// --mechanisms caps=on gives them back to it (stage 1 of armouring the
+// fragile shop), caps=off takes them from the others.
+func TestCaps(t *testing.T) {
+	const cap = 300 * time.Millisecond
+	set := func(text string) mode.Overrides {
+		var o mode.Overrides
+		if err := o.Set(text); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name string
+		m    mode.Mechanisms
+		want time.Duration
+	}{
+		{"fragile", mode.Fragile.Mechanisms(), 0},
+		{"naive", mode.Naive.Mechanisms(), cap},
+		{"budgeted", mode.Budgeted.Mechanisms(), cap},
+		{"fragile with caps=on", mode.Fragile.Mechanisms().Apply(set("caps=on")), cap},
+		{"budgeted with caps=off", mode.Budgeted.Mechanisms().Apply(set("caps=off")), 0},
+	} {
+		s := mode.Settings{Mechanisms: tc.m}
+		if got := s.Cap(cap); got != tc.want {
+			t.Errorf("%s: Cap(%v) = %v, want %v", tc.name, cap, got, tc.want)
+		}
+	}
+	if o := set("caps=on"); o.String() != "caps=true" {
+		got := o.String()
+		t.Errorf("String() = %q, want caps=true", got)
+	}
+}
+
+// The stages of armouring the fragile shop are overrides of its preset;
+// the last one is the budgeted preset itself.
+func TestFragileStages(t *testing.T) {
+	var stage1, stage2 mode.Overrides
+	if err := stage1.Set("caps=on,connect_timeout=on"); err != nil {
+		t.Fatal(err)
+	}
+	if err := stage2.Set("caps=on,connect_timeout=on,edge_deadline=on,clip_to_budget=on,admission=on,honour_cancel=on"); err != nil {
+		t.Fatal(err)
+	}
+	one := mode.Fragile.Mechanisms().Apply(stage1)
+	if !one.Caps || !one.ConnectTimeout || one.EdgeDeadline || one.ClipToBudget {
+		t.Errorf("stage 1 = %+v, want caps and the connect timeout only", one)
+	}
+	two := mode.Fragile.Mechanisms().Apply(stage2)
+	want := mode.Naive.Mechanisms()
+	want.ConnectTimeout, want.EdgeDeadline, want.ClipToBudget, want.Admission, want.HonourCancel = true, true, true, true, true
+	if two != want {
+		t.Errorf("stage 2 = %+v, want %+v", two, want)
+	}
+	if two == mode.Budgeted.Mechanisms() {
+		t.Error("stage 2 is already the budgeted preset")
+	}
+	if got := mode.Modes(); !slices.Equal(got, []mode.Mode{mode.Fragile, mode.Naive, mode.Budgeted}) {
+		t.Errorf("Modes() = %v", got)
 	}
 }

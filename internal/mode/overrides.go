@@ -12,6 +12,7 @@ import (
 // learner can see what each one buys ("budgeted without breakers"). A nil
 // field keeps the preset.
 type Overrides struct {
+	Caps         *bool    `json:"caps,omitempty"`
 	EdgeDeadline *bool    `json:"edge_deadline,omitempty"`
 	ClipToBudget *bool    `json:"clip_to_budget,omitempty"`
 	Admission    *bool    `json:"admission,omitempty"`
@@ -35,6 +36,7 @@ func (m Mechanisms) Apply(o Overrides) Mechanisms {
 			*dst = *v
 		}
 	}
+	set(&m.Caps, o.Caps)
 	set(&m.EdgeDeadline, o.EdgeDeadline)
 	set(&m.ClipToBudget, o.ClipToBudget)
 	set(&m.Admission, o.Admission)
@@ -73,7 +75,7 @@ func (o Overrides) Validate() error {
 // overrideFields maps each switch's name in the flag syntax to its field.
 func (o *Overrides) fields() map[string]**bool {
 	return map[string]**bool{
-		"edge_deadline": &o.EdgeDeadline, "clip_to_budget": &o.ClipToBudget,
+		"caps": &o.Caps, "edge_deadline": &o.EdgeDeadline, "clip_to_budget": &o.ClipToBudget,
 		"admission": &o.Admission, "honour_cancel": &o.HonourCancel,
 		"bulkheads": &o.Bulkheads, "breakers": &o.Breakers, "idempotency": &o.Idempotency, "outbox": &o.Outbox,
 		"classes":     &o.Classes,

@@ -112,7 +112,9 @@ type Edge struct {
 //     traceparent or starts a trace id of its own, which every call
 //     carries on (with tracing on, the request's span has it already).
 //  1. Snapshot: the mode in force is read once and carried in the
-//     request's context, as in ServerChain.
+//     request's context, as in ServerChain. With caps off, the request's
+//     connection then loses the HTTP server's read and write timeouts
+//     (liftServerTimeouts): net/http's defaults, none.
 //  2. Detach: with HonourCancel off the request's work goes on after the
 //     client has hung up.
 //  3. The budget (deadline.Edge): choose the total first. The request's
@@ -142,6 +144,7 @@ func EdgeChain(o EdgeOptions) Edge {
 		Request: []func(http.Handler) http.Handler{
 			o.Tracing.CorrelateHTTP,
 			snapshotHTTP(o.Settings),
+			liftServerTimeouts(o.Settings),
 			detachHTTPUnlessHonoured(o.Settings),
 			deadline.Edge(budget),
 		},
@@ -176,8 +179,11 @@ func EdgeChain(o EdgeOptions) Edge {
 //  5. Clip (pkg/deadline's client interceptor): the call's timeout is
 //     computed by deadline.Policy.Decide — budgeted: min(cap, remaining −
 //     margin), and a call with less than the floor left is not made;
-//     naive: the dependency's fixed cap, blind to the budget. Last, so that
-//     the time spent waiting for a slot is no longer in the budget.
+//     naive: the dependency's fixed cap, blind to the budget; fragile
+//     (caps off): none at all, the call waits as long as the dependency
+//     takes (with clip_to_budget on, remaining − margin alone bounds it).
+//     Last, so that the time spent waiting for a slot is no longer in the
+//     budget.
 //
 // Around steps 3 to 5, each attempt logs at debug level the budget left
 // before it and after it, with the request's trace id (budgetlog.go), and,
@@ -203,7 +209,7 @@ func ClientChain(d *Outbound) grpc.UnaryClientInterceptor {
 				defer pool.Release()
 			}
 			// 5. The call, clipped to the budget ...
-			call := func() error { return d.clip(ctx, method, req, reply, cc, invoker, opts...) }
+			call := func() error { return d.clip(ctx, s, method, req, reply, cc, invoker, opts...) }
 			if !s.Mechanisms.Breakers {
 				return call()
 			}
@@ -228,6 +234,25 @@ func snapshotHTTP(settings *mode.Live) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx, _ := settings.Snapshot(r.Context())
 			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}
+
+// liftServerTimeouts is step 1 of EdgeChain, in its second half: with
+// caps off, the request's connection loses the read and write deadlines
+// the HTTP server set from its ReadTimeout and WriteTimeout, as in a
+// server started with http.ListenAndServe, which sets none. (The header
+// timeout has passed by then: a request is read before its mode is
+// known.)
+func liftServerTimeouts(settings *mode.Live) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !settings.For(r.Context()).Mechanisms.Caps {
+				rc := http.NewResponseController(w)
+				_ = rc.SetReadDeadline(time.Time{})
+				_ = rc.SetWriteDeadline(time.Time{})
+			}
+			next.ServeHTTP(w, r)
 		})
 	}
 }

@@ -76,7 +76,9 @@ type Outbound struct {
 	breaker  *breaker.Breaker
 	budget   *retry.Budget
 	hooks    retry.Hooks
-	clip     grpc.UnaryClientInterceptor
+	// capped and uncapped are step 5 of ClientChain with the caps
+	// mechanism on and off.
+	capped, uncapped grpc.UnaryClientInterceptor
 }
 
 // NewOutbound returns the mechanisms of one dependency, registers its pool
@@ -109,17 +111,36 @@ func NewOutbound(o OutboundOptions) *Outbound {
 	}}
 	_ = m.ObserveBreaker(o.Name, func() int { return int(d.breaker.State()) })
 	_ = m.ObserveCap(o.Name, o.Cap)
-	d.clip = deadline.UnaryClientInterceptor(deadline.ClientOptions{
-		Policy: requestPolicy(o.Settings),
-		Cap:    func(string) time.Duration { return o.Cap },
-		Hooks:  deadline.Hooks{OnCall: d.onCall},
-	})
+	d.capped, d.uncapped = d.newClip(o.Cap), d.newClip(0)
 	o.Settings.OnSwitch(func(mode.Settings) {
 		d.bulkhead.Reset()
 		d.breaker.Reset()
 		d.budget.Reset()
 	})
 	return d
+}
+
+// newClip is pkg/deadline's client interceptor for calls with the given
+// cap (zero: none).
+func (d *Outbound) newClip(cap time.Duration) grpc.UnaryClientInterceptor {
+	return deadline.UnaryClientInterceptor(deadline.ClientOptions{
+		Policy: requestPolicy(d.o.Settings),
+		Cap:    func(string) time.Duration { return cap },
+		Hooks: deadline.Hooks{OnCall: func(ctx context.Context, c deadline.CallInfo) {
+			d.onCall(ctx, cap, c)
+		}},
+	})
+}
+
+// clip is step 5 of ClientChain: the call, with its timeout decided by
+// pkg/deadline. With the caps mechanism on, the dependency's cap bounds
+// it; off, nothing but the budget does (when clipped to it), as a client
+// with no read timeout waits.
+func (d *Outbound) clip(ctx context.Context, s mode.Settings, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if s.Cap(d.o.Cap) <= 0 {
+		return d.uncapped(ctx, method, req, reply, cc, invoker, opts...)
+	}
+	return d.capped(ctx, method, req, reply, cc, invoker, opts...)
 }
 
 // Breaker returns the dependency's breaker.
@@ -214,7 +235,7 @@ func (d *Outbound) reject(ctx context.Context, method, pool string, traffic dead
 
 // onCall records a call that reached pkg/deadline: made, or skipped for
 // lack of budget.
-func (d *Outbound) onCall(ctx context.Context, c deadline.CallInfo) {
+func (d *Outbound) onCall(ctx context.Context, cap time.Duration, c deadline.CallInfo) {
 	switch c.Outcome {
 	case deadline.OutcomeSkipped:
 		d.o.Metrics.Skipped(ctx, ReasonInsufficientBudget)
@@ -226,7 +247,7 @@ func (d *Outbound) onCall(ctx context.Context, c deadline.CallInfo) {
 		d.o.Metrics.Hop(ctx, d.o.Name, c.Took, string(c.Outcome))
 		d.o.Metrics.HopTimeout(ctx, d.o.Name, c.Timeout)
 	}
-	d.o.Tracing.CallDecided(ctx, d.o.Cap, c)
+	d.o.Tracing.CallDecided(ctx, cap, c)
 	d.record(ctx, c.Method, timing.Hop{Timeout: c.Timeout, Took: c.Took, Outcome: string(c.Outcome)}, c.Err)
 }
 

@@ -23,8 +23,9 @@ type BudgetOptions struct {
 	// Accepts is the longest deadline accepted for a class; nil: a gRPC
 	// server's (resilience.AcceptedDeadline, the default budgets).
 	Accepts func(mode.Settings, deadline.Class) time.Duration
-	// Edge is the edge's budgets and write timeout (the gateway's).
-	Edge *budgetcheck.Edge
+	// Edge is the edge's budgets and write timeout under the settings in
+	// force (the gateway's); nil: not the edge.
+	Edge func(mode.Settings) *budgetcheck.Edge
 }
 
 // SetBudget describes the service's contract. Call it before the
@@ -70,7 +71,7 @@ func (k *Kit) Contract() budgetcheck.Contract {
 	}
 	c := budgetcheck.Publish(k.Name, s, accepts, calls, own)
 	if k.budget.Edge != nil {
-		c.Edge = budgetcheck.PublishEdge(*k.budget.Edge)
+		c.Edge = budgetcheck.PublishEdge(*k.budget.Edge(s))
 	}
 	return c
 }

@@ -165,7 +165,7 @@ func Defaults(addr, adminAddr string) Common {
 // URL (MERCADO_ADMIN_TOKEN, MERCADO_DATABASE_URL): a flag's value shows in
 // the process list.
 func (s *Shared) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var(&s.Mode, "mode", "naive or budgeted")
+	fs.Var(&s.Mode, "mode", "fragile, naive or budgeted")
 	fs.DurationVar(&s.Margin, "margin", s.Margin, "time kept back from each call for the way back")
 	fs.DurationVar(&s.Floor, "floor", s.Floor, "least budget worth starting a call with")
 	fs.DurationVar(&s.ConnectTimeout, "connect-timeout", s.ConnectTimeout,

@@ -46,7 +46,7 @@ func (m *Metrics) zeroAtStart() {
 	for _, r := range reasons {
 		m.skipped.Add(ctx, 0, m.reasons.get(r).add...)
 	}
-	for _, md := range []mode.Mode{mode.Naive, mode.Budgeted} {
+	for _, md := range mode.Modes() {
 		m.modeChanges.Add(ctx, 0, m.modes.get(string(md)).add...)
 	}
 	for _, c := range classes {

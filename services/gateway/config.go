@@ -208,9 +208,9 @@ func (p *Peers) String() string {
 func (c Config) Calls(s mode.Settings) []budgetcheck.Call {
 	attempts := resilience.Attempts(s, true, false)
 	return []budgetcheck.Call{
-		{From: faults.ServiceGateway, To: faults.ServiceOrders, Dep: "orders", Setting: "--orders-cap", Cap: c.OrdersCap,
+		{From: faults.ServiceGateway, To: faults.ServiceOrders, Dep: "orders", Setting: "--orders-cap", Cap: s.Cap(c.OrdersCap),
 			Attempts: attempts, Criticality: budgetcheck.Critical, Stage: 1, Route: "Checkout", Method: "Checkout"},
-		{From: faults.ServiceGateway, To: faults.ServiceCatalog, Dep: "catalog", Setting: "--browse-cap", Cap: c.CatalogCap,
+		{From: faults.ServiceGateway, To: faults.ServiceCatalog, Dep: "catalog", Setting: "--browse-cap", Cap: s.Cap(c.CatalogCap),
 			Attempts: attempts, Criticality: budgetcheck.Critical, Stage: 1, Route: faults.CatalogListProducts, Method: faults.CatalogListProducts},
 	}
 }
@@ -234,7 +234,9 @@ func (c Config) WriteTimeout() time.Duration {
 	return longest + serve.WriteTimeout
 }
 
-// Edge is what the gateway decides at the edge, for the budget check.
-func (c Config) Edge() *budgetcheck.Edge {
-	return &budgetcheck.Edge{Service: faults.ServiceGateway, Budgets: c.Budgets(), WriteTimeout: c.WriteTimeout()}
+// Edge is what the gateway decides at the edge under the settings s, for
+// the budget check: with caps off, the HTTP server keeps net/http's
+// defaults, no write timeout (see resilience.EdgeChain).
+func (c Config) Edge(s mode.Settings) *budgetcheck.Edge {
+	return &budgetcheck.Edge{Service: faults.ServiceGateway, Budgets: c.Budgets(), WriteTimeout: s.Cap(c.WriteTimeout())}
 }

@@ -49,7 +49,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		return nil, err
 	}
 	kit.SetWriteTimeout(cfg.WriteTimeout())
-	kit.SetBudget(serve.BudgetOptions{Calls: cfg.Calls, Accepts: cfg.Accepts, Edge: cfg.Edge()})
+	kit.SetBudget(serve.BudgetOptions{Calls: cfg.Calls, Accepts: cfg.Accepts, Edge: cfg.Edge})
 	ordersConn, err := dial.Conn(cfg.OrdersAddr, dial.Options{
 		Interceptors:   []grpc.UnaryClientInterceptor{clientChain(kit, cfg, "orders", cfg.OrdersCap)},
 		StatsHandler:   kit.Tracing.GRPCClientHandler(),

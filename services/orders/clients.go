@@ -34,7 +34,7 @@ func (c catalogClient) Reserve(ctx context.Context, orderID string, items []Item
 		req.Lines = append(req.Lines, &catalogv1.Line{Sku: it.SKU, Qty: it.Qty})
 	}
 	// Timeout: Policy.Decide — budgeted min(CatalogCap, remaining − margin),
-	// naive CatalogCap.
+	// naive CatalogCap; fragile (caps off) none.
 	r, err := c.c.ReserveStock(ctx, req)
 	if err != nil {
 		return Reservation{}, err
@@ -79,7 +79,7 @@ func chargeStatusFromProto(s paymentsv1.ChargeStatus) ChargeStatus {
 
 func (c paymentsClient) Charge(ctx context.Context, o Order) (Charge, error) {
 	// Timeout: Policy.Decide — budgeted min(PaymentsCap, remaining −
-	// margin), naive PaymentsCap.
+	// margin), naive PaymentsCap; fragile (caps off) none.
 	ctx, sent := watchSent(ctx)
 	ch, err := c.c.CreateCharge(ctx, &paymentsv1.ChargeRequest{
 		PaymentKey: o.PaymentKey, OrderId: o.ID, Customer: o.Customer,
@@ -128,7 +128,7 @@ func (c fraudClient) Screen(ctx context.Context, o Order) (Screening, error) {
 		req.Items = append(req.Items, &paymentsv1.ScreenItem{Sku: it.SKU, Qty: it.Qty})
 	}
 	// Timeout: Policy.Decide — budgeted min(FraudCap, remaining − margin),
-	// naive FraudCap.
+	// naive FraudCap; fragile (caps off) none.
 	r, err := c.c.ScreenOrder(ctx, req)
 	if err != nil {
 		return Screening{}, err
@@ -157,7 +157,7 @@ func (c shippingClient) Ship(ctx context.Context, o Order) (string, error) {
 		req.Items = append(req.Items, &shippingv1.Item{Sku: it.SKU, Qty: it.Qty})
 	}
 	// Timeout: Policy.Decide — budgeted min(ShippingCap, remaining −
-	// margin), naive ShippingCap.
+	// margin), naive ShippingCap; fragile (caps off) none.
 	sh, err := c.c.CreateShipment(ctx, req)
 	if err != nil {
 		return "", err
@@ -171,7 +171,7 @@ func (c shippingClient) Estimate(ctx context.Context, o Order) (DeliveryEstimate
 		req.Items = append(req.Items, &shippingv1.Item{Sku: it.SKU, Qty: it.Qty})
 	}
 	// Timeout: Policy.Decide — budgeted min(EstimateCap, remaining −
-	// margin), naive EstimateCap.
+	// margin), naive EstimateCap; fragile (caps off) none.
 	e, err := c.estimate.EstimateDelivery(ctx, req)
 	if err != nil {
 		return DeliveryEstimate{}, err

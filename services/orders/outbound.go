@@ -65,7 +65,7 @@ func newDependencies(kit *serve.Kit, cfg Config) dependencies {
 	kit.Settings.OnSwitch(func(mode.Settings) { shared.Reset() })
 	// Each call's timeout is computed in the chain's last step, by
 	// deadline.Policy.Decide (pkg/deadline/budget.go): budgeted
-	// min(cap, remaining − margin), naive the cap.
+	// min(cap, remaining − margin), naive the cap, fragile none.
 	dep := func(name string, cap time.Duration, budgetedRetries bool) grpc.UnaryClientInterceptor {
 		return resilience.ClientChain(resilience.NewOutbound(resilience.OutboundOptions{
 			Name: name, Cap: cap, HopName: hopName,
@@ -119,7 +119,7 @@ func (c Config) Calls(s mode.Settings) []budgetcheck.Call {
 		}
 		crit := d.treatment(s.Mechanisms)
 		out = append(out, budgetcheck.Call{
-			From: "orders", To: to, Dep: d.Name, Setting: capFlags[d.Name], Cap: d.Slice,
+			From: "orders", To: to, Dep: d.Name, Setting: capFlags[d.Name], Cap: s.Cap(d.Slice),
 			Attempts:    resilience.Attempts(s, true, retriedInBudget(d.Name)),
 			Criticality: string(crit), Stage: stage, Parallel: stage == 1 && parallel,
 			Route: "Checkout", Method: method,
