@@ -322,7 +322,7 @@ func (r Results) figure(mode, phase string, c Check) (float64, error) {
 	if f, ok := HopFigureNames[c.Figure]; ok {
 		v, ok := f(server, c.Service+"/"+c.Dep, requests)
 		if !ok {
-			return math.NaN(), fmt.Errorf("%s → %s made no calls with a slice in %s mode", c.Service, c.Dep, mode)
+			return math.NaN(), fmt.Errorf("%s → %s made no calls in %s mode (or, for headroom_ms, none with a slice)", c.Service, c.Dep, mode)
 		}
 		return v, nil
 	}
