@@ -121,6 +121,12 @@ func Run(ctx context.Context, o Options, classes ...Class) (map[string][]Sample,
 		if c.Rate <= 0 || c.Request == nil {
 			return nil, fmt.Errorf("loadtest: class %q needs a positive rate and a request", c.Name)
 		}
+		// The client's patience (the deadline when unset) is its HTTP
+		// client's timeout: what bounds the run against a shop that
+		// never answers, as the fragile one may not.
+		if c.Deadline <= 0 || c.Patience < 0 {
+			return nil, fmt.Errorf("loadtest: class %q needs a positive deadline and a patience not below zero", c.Name)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -172,8 +172,14 @@ func (s Scenario) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if s.Deadline <= 0 {
-		errs = append(errs, errors.New("deadline must be positive"))
+	// Deadline plus patience is how long the generator's client waits
+	// for an answer: a request still unanswered then is counted as the
+	// deadline missed, and the phase ends on time whatever the shop does.
+	if s.Deadline <= 0 || s.Deadline > Duration(time.Hour) {
+		errs = append(errs, fmt.Errorf("deadline %v is outside (0, 1h]", time.Duration(s.Deadline)))
+	}
+	if s.Patience < 0 || s.Patience > Duration(time.Hour) {
+		errs = append(errs, fmt.Errorf("patience %v is outside 0 to 1h", time.Duration(s.Patience)))
 	}
 	if len(s.Classes) == 0 {
 		errs = append(errs, errors.New("at least one class is required"))
