@@ -188,24 +188,32 @@ func (c Client) call(ctx context.Context, method, path string, body, out any) er
 	return nil
 }
 
+// textBody is a request body sent as plain text, not as JSON.
+type textBody string
+
 // do makes one call. An answer other than 2xx comes back with its body
 // open and a *StatusError; a call nothing answered, with an error that
 // wraps ErrNoAnswer.
 func (c Client) do(ctx context.Context, method, path string, body any) (*http.Response, error) {
 	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
+	contentType := "application/json"
+	switch b := body.(type) {
+	case nil:
+	case textBody:
+		rd, contentType = strings.NewReader(string(b)), "text/plain; charset=utf-8"
+	default:
+		js, err := json.Marshal(body)
 		if err != nil {
 			return nil, err
 		}
-		rd = bytes.NewReader(b)
+		rd = bytes.NewReader(js)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.URL, "/")+path, rd)
 	if err != nil {
 		return nil, err
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)

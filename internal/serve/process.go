@@ -68,24 +68,35 @@ type options struct {
 // runs: the gRPC health service says NOT_SERVING), so a load balancer
 // stops sending; the server drains (refusing new work, finishing work in
 // flight; see drainingHTTP and GracefulStop) for up to the drain timeout,
-// and is cut off past it; the admin listener closes last.
+// and is cut off past it; the admin listener closes last. A nil srv
+// serves the admin listener alone (StartAdminOnly).
 func start(ctx context.Context, o options, srv server) (*Process, error) {
 	if o.release == nil {
 		o.release = func() {}
 	}
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", o.addr)
-	if err != nil {
-		o.release()
-		return nil, err
+	var ln net.Listener
+	var err error
+	if srv != nil {
+		if ln, err = lc.Listen(ctx, "tcp", o.addr); err != nil {
+			o.release()
+			return nil, err
+		}
 	}
 	adminLn, err := lc.Listen(ctx, "tcp", o.adminAddr)
 	if err != nil {
-		ln.Close()
+		if ln != nil {
+			ln.Close()
+		}
 		o.release()
 		return nil, err
 	}
-	p := &Process{Name: o.name, Addr: ln.Addr().String(), AdminAddr: adminLn.Addr().String(), done: make(chan struct{})}
+	p := &Process{Name: o.name, AdminAddr: adminLn.Addr().String(), done: make(chan struct{})}
+	if srv != nil {
+		p.Addr = ln.Addr().String()
+	} else {
+		srv = nothingToServe{}
+	}
 	admin := newAdminServer(p, o.admin, o.ready)
 	if o.drain <= 0 {
 		o.drain = DefaultDrainTimeout
@@ -93,10 +104,16 @@ func start(ctx context.Context, o options, srv server) (*Process, error) {
 	log := o.log
 
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(ln) }()
+	if ln != nil {
+		go func() { serveErr <- srv.Serve(ln) }()
+	}
 	go func() { serveErr <- admin.Serve(adminLn) }()
 	p.ready.Store(true)
-	log.Info("serving", "addr", p.Addr, "admin_addr", p.AdminAddr)
+	if p.Addr != "" {
+		log.Info("serving", "addr", p.Addr, "admin_addr", p.AdminAddr)
+	} else {
+		log.Info("serving", "admin_addr", p.AdminAddr)
+	}
 
 	go func() {
 		defer close(p.done)
@@ -256,3 +273,18 @@ func (l *onceCloseListener) Close() error {
 	l.once.Do(func() { l.err = l.Listener.Close() })
 	return l.err
 }
+
+// StartAdminOnly serves an admin listener alone on adminAddr (/healthz,
+// /readyz and h) until ctx ends, for a process whose work listens on its
+// own: the wire's fault proxies. release runs last on shutdown.
+func StartAdminOnly(ctx context.Context, name, adminAddr string, h http.Handler, release func(), log *slog.Logger) (*Process, error) {
+	return start(ctx, options{name: name, adminAddr: adminAddr, log: log.With("service", name), admin: h, release: release}, nil)
+}
+
+// nothingToServe is the serving side of an admin-only process: nothing
+// to drain (it is never served).
+type nothingToServe struct{}
+
+func (nothingToServe) Serve(net.Listener) error    { return nil }
+func (nothingToServe) Drain(context.Context) error { return nil }
+func (nothingToServe) Halt()                       {}

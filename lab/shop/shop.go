@@ -13,6 +13,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/netfault"
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/services/catalog"
 	"github.com/mercado-lab/mercado/services/gateway"
@@ -36,7 +37,19 @@ type Config struct {
 	Catalog  catalog.Config
 	Payments payments.Config
 	Shipping shipping.Config
+
+	// Network, when on, puts a fault proxy on every link between two
+	// services (internal/netfault): Start points each caller at its
+	// proxy, on a free loopback port, and Shop.Network sets the links'
+	// faults. Off (the default) there is no proxy and no cost.
+	Network bool
+	// NetworkAdminAddr is the wire's admin listener (GET /admin/network
+	// and the rest), when Network is on: 127.0.0.1:9085 by default.
+	NetworkAdminAddr string
 }
+
+// DefaultNetworkAdminPort is the wire's admin port (docs/deploy.md).
+const DefaultNetworkAdminPort = "9085"
 
 // DefaultConfig puts every service on host at its port from the table in
 // docs/deploy.md ("127.0.0.1" for the embedded default), with the default
@@ -46,6 +59,7 @@ func DefaultConfig(host string) Config {
 		Shared:  serve.DefaultShared(),
 		Gateway: gateway.DefaultConfig(), Orders: orders.DefaultConfig(),
 		Catalog: catalog.DefaultConfig(), Payments: payments.DefaultConfig(), Shipping: shipping.DefaultConfig(),
+		NetworkAdminAddr: net.JoinHostPort(host, DefaultNetworkAdminPort),
 	}
 	for _, com := range c.commons() {
 		com.Shared = serve.Shared{} // Start gives them c.Shared
@@ -77,6 +91,7 @@ func (c *Config) UseEphemeralPorts() {
 	for _, com := range c.commons() {
 		com.Addr, com.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 	}
+	c.NetworkAdminAddr = "127.0.0.1:0"
 }
 
 // Defaults are each service's configuration, by name, as its code
@@ -125,6 +140,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", v.name, v.err))
 		}
 	}
+	if c.Network && c.NetworkAdminAddr == "" {
+		errs = append(errs, errors.New("netproxy: admin-addr: must not be empty"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -139,6 +157,12 @@ func (c *Config) Faults() map[string]*faults.Set {
 // Shop is the five running services.
 type Shop struct {
 	Gateway, Orders, Catalog, Payments, Shipping *serve.Process
+
+	// Network sets, clears and lists the faults of the links between the
+	// services, and Netproxy is its admin listener; both nil unless
+	// Config.Network is on.
+	Network  *netfault.Network
+	Netproxy *serve.Process
 
 	ctx     context.Context // ends when the shop is told to stop
 	cancel  context.CancelFunc
@@ -163,7 +187,11 @@ func (s *Shop) Processes() []*serve.Process {
 // Wait blocks until every service has stopped.
 func (s *Shop) Wait() error {
 	var errs []error
-	for _, p := range s.Processes() {
+	ps := s.Processes()
+	if s.Netproxy != nil {
+		ps = append(ps, s.Netproxy)
+	}
+	for _, p := range ps {
 		if err := p.Wait(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
 		}
@@ -202,8 +230,10 @@ type stage struct {
 // settings (Resolved); then it starts the leaves first (catalog,
 // payments, shipping), then orders pointed at them, then the gateway, and
 // serves until ctx ends; then it stops them in the reverse order (see
-// stopInStages). If a service fails to start, those already started are
-// stopped.
+// stopInStages). With cfg.Network on, each caller is pointed at a fault
+// proxy in front of its callee instead (Shop.Network), and the proxies
+// stop with the leaves, once no caller is left. If a service fails to
+// start, those already started are stopped.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Shop, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -212,6 +242,15 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Shop, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := Shop{ctx: ctx, cancel: cancel, stopped: make(chan struct{})}
 	var started []stage
+	// fail stops what has started.
+	fail := func(err error) error {
+		cancel()
+		for _, st := range started {
+			st.cancel()
+			_ = st.p.Wait()
+		}
+		return err
+	}
 	// run starts one service under a context of its own, which keeps
 	// ctx's values but is ended by the staged stop rather than by ctx.
 	run := func(name string, start func(context.Context) (*serve.Process, error)) (*serve.Process, error) {
@@ -219,15 +258,22 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Shop, error) {
 		p, err := start(svcCtx)
 		if err != nil {
 			stop()
-			cancel()
-			for _, st := range started {
-				st.cancel()
-				_ = st.p.Wait()
-			}
-			return nil, fmt.Errorf("starting %s: %w", name, err)
+			return nil, fail(fmt.Errorf("starting %s: %w", name, err))
 		}
 		started = append(started, stage{p: p, cancel: stop})
 		return p, nil
+	}
+	// via is the address a caller dials to reach upstream over link: the
+	// link's proxy, with the network on; upstream itself, without.
+	via := func(link, upstream string) (string, error) {
+		if s.Network == nil {
+			return upstream, nil
+		}
+		addr, err := s.Network.Add(link, "127.0.0.1:0", upstream)
+		if err != nil {
+			return "", fail(fmt.Errorf("starting netproxy: %w", err))
+		}
+		return addr, nil
 	}
 	var err error
 	if s.Catalog, err = run("catalog", func(c context.Context) (*serve.Process, error) { return catalog.Start(c, cfg.Catalog, log) }); err != nil {
@@ -240,12 +286,37 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Shop, error) {
 		return nil, err
 	}
 
-	cfg.Orders.CatalogAddr, cfg.Orders.PaymentsAddr, cfg.Orders.ShippingAddr = s.Catalog.Addr, s.Payments.Addr, s.Shipping.Addr
+	if cfg.Network {
+		n := netfault.New()
+		s.Network = n
+		h := admin.NetworkHandler(admin.NetworkOptions{Network: n, Token: cfg.Shared.AdminToken, Log: log.With("service", "netproxy")})
+		if s.Netproxy, err = run("netproxy", func(c context.Context) (*serve.Process, error) {
+			return serve.StartAdminOnly(c, "netproxy", cfg.NetworkAdminAddr, h, n.Close, log)
+		}); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+
+	if cfg.Orders.CatalogAddr, err = via(netfault.OrdersCatalog, s.Catalog.Addr); err != nil {
+		return nil, err
+	}
+	if cfg.Orders.PaymentsAddr, err = via(netfault.OrdersPayments, s.Payments.Addr); err != nil {
+		return nil, err
+	}
+	if cfg.Orders.ShippingAddr, err = via(netfault.OrdersShipping, s.Shipping.Addr); err != nil {
+		return nil, err
+	}
 	if s.Orders, err = run("orders", func(c context.Context) (*serve.Process, error) { return orders.Start(c, cfg.Orders, log) }); err != nil {
 		return nil, err
 	}
 
-	cfg.Gateway.OrdersAddr, cfg.Gateway.CatalogAddr = s.Orders.Addr, s.Catalog.Addr
+	if cfg.Gateway.OrdersAddr, err = via(netfault.GatewayOrders, s.Orders.Addr); err != nil {
+		return nil, err
+	}
+	if cfg.Gateway.CatalogAddr, err = via(netfault.GatewayCatalog, s.Catalog.Addr); err != nil {
+		return nil, err
+	}
 	cfg.Gateway.AdminPeers = nil
 	for _, p := range []*serve.Process{s.Orders, s.Catalog, s.Payments, s.Shipping} {
 		cfg.Gateway.AdminPeers = append(cfg.Gateway.AdminPeers, admin.Peer{Name: p.Name, URL: "http://" + p.AdminAddr})
@@ -253,7 +324,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Shop, error) {
 	if s.Gateway, err = run("gateway", func(c context.Context) (*serve.Process, error) { return gateway.Start(c, cfg.Gateway, log) }); err != nil {
 		return nil, err
 	}
-	// started is leaves, orders, gateway: stopped the other way round.
-	go s.stopInStages([][]stage{started[4:], started[3:4], started[:3]})
+	// started is the leaves (and the netproxy), orders, gateway: stopped
+	// the other way round.
+	n := len(started)
+	go s.stopInStages([][]stage{started[n-1:], started[n-2 : n-1], started[:n-2]})
 	return &s, nil
 }
