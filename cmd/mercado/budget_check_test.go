@@ -247,3 +247,35 @@ func TestBudgetCheckFragileNamesEveryUnboundedCall(t *testing.T) {
 		t.Errorf("fragile with caps=on: want gateway → orders unbounded still (no --orders-cap), got %+v", r.Findings)
 	}
 }
+
+// A running fragile shop publishes contracts that promise no bound, at
+// every service, the leaves included, and an edge with no write timeout;
+// composed, they fail the check with the unbounded calls.
+func TestFragileShopContractsPromiseNoBound(t *testing.T) {
+	cfg := shop.EphemeralConfig()
+	cfg.Shared.Mode = mode.Fragile
+	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	for _, p := range s.Processes() {
+		var c budgetcheck.Contract
+		getContract(t, "http://"+p.AdminAddr, &c)
+		if c.Mode != mode.Fragile || c.Mechanisms.Caps || len(c.Promises) == 0 {
+			t.Errorf("%s: contract in mode %s with caps %v and %d promises, want fragile's", p.Name, c.Mode, c.Mechanisms.Caps, len(c.Promises))
+		}
+		for _, pr := range c.Promises {
+			if pr.Bounded || pr.ByDeadline {
+				t.Errorf("%s promises %+v, want no bound", p.Name, pr)
+			}
+		}
+		if c.Edge != nil && c.Edge.WriteTimeoutMS != 0 {
+			t.Errorf("%s: the edge's write timeout is %v ms with caps off, want none", p.Name, c.Edge.WriteTimeoutMS)
+		}
+	}
+	code, r := budgetCheckJSON(t, nil, "--from", "http://"+s.Gateway.AdminAddr)
+	if _, ok := finding(r, budgetcheck.RuleUnbounded, "orders → shipping"); code != 1 || !ok {
+		t.Errorf("budget check --from a fragile shop: exit %d, %+v; want orders → shipping unbounded", code, r.Findings)
+	}
+}

@@ -110,9 +110,11 @@ func NewOutbound(o OutboundOptions) *Outbound {
 		m.Attempt(ctx, o.Name, attempt > 1)
 	}}
 	_ = m.ObserveBreaker(o.Name, func() int { return int(d.breaker.State()) })
-	_ = m.ObserveCap(o.Name, o.Cap)
+	// The cap in force: none while the caps mechanism is off.
+	_ = m.ObserveCap(o.Name, o.Settings.Load().Cap(o.Cap))
 	d.capped, d.uncapped = d.newClip(o.Cap), d.newClip(0)
-	o.Settings.OnSwitch(func(mode.Settings) {
+	o.Settings.OnSwitch(func(s mode.Settings) {
+		_ = m.ObserveCap(o.Name, s.Cap(o.Cap))
 		d.bulkhead.Reset()
 		d.breaker.Reset()
 		d.budget.Reset()

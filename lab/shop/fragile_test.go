@@ -2,8 +2,10 @@ package shop_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +60,9 @@ func TestFragileCheckoutWaitsUntilStopped(t *testing.T) {
 		t.Fatalf("the checkout answered %d %s (err %v) while shipping hangs: a timeout fired", r.status, r.body, r.err)
 	case <-time.After(stillWaiting):
 	}
+	if hasCapGauge(t, s.Orders.AdminAddr, "shipping") {
+		t.Error("orders exports a cap for shipping in the fragile mode, which has none")
+	}
 	if n := poolInFlight(t, s.Orders.AdminAddr, "shared"); n != 1 {
 		t.Errorf("orders has %v requests in flight after %v, want the checkout still waiting there", n, stillWaiting)
 	}
@@ -92,6 +97,9 @@ func TestFragileWithCapsAnswersAtTheCap(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 	})
+	if !hasCapGauge(t, s.Orders.AdminAddr, "shipping") {
+		t.Error("orders exports no mercado_hop_cap_seconds for shipping with caps on")
+	}
 	start := time.Now()
 	r := drainSend(&http.Client{Timeout: drainBound}, http.MethodPost, s.GatewayURL()+"/api/checkout", "fragile-capped", checkoutBody)
 	took := time.Since(start)
@@ -104,4 +112,26 @@ func TestFragileWithCapsAnswersAtTheCap(t *testing.T) {
 	if took < cap || took > cap+3*time.Second {
 		t.Errorf("the capped checkout took %v, want about shipping's %v cap", took, cap)
 	}
+}
+
+// hasCapGauge reports whether a service's /metrics has
+// mercado_hop_cap_seconds for dep: the cap in force on its calls.
+func hasCapGauge(t *testing.T, adminAddr, dep string) bool {
+	t.Helper()
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get("http://" + adminAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "mercado_hop_cap_seconds{") && strings.Contains(line, `dep="`+dep+`"`) {
+			return true
+		}
+	}
+	return false
 }
