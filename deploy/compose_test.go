@@ -77,7 +77,7 @@ func TestComposeProject(t *testing.T) {
 	if p.Name != "mercado" {
 		t.Errorf("project name %q, want mercado (COMPOSE_PROJECT_NAME in .env)", p.Name)
 	}
-	want := []string{"catalog", "gateway", "grafana", "jaeger", "lab", "orders", "payments", "postgres", "prometheus", "shipping"}
+	want := []string{"catalog", "gateway", "grafana", "jaeger", "lab", "nginx", "orders", "payments", "postgres", "prometheus", "shipping"}
 	if got := sortedKeys(p.Services); !slices.Equal(got, want) {
 		t.Errorf("services %v, want %v", got, want)
 	}
@@ -243,12 +243,13 @@ func TestComposeDependsOn(t *testing.T) {
 	}
 }
 
-// TestComposePublishedPorts: only the shop's front door and the three
-// UIs are published, and only on the loopback address.
+// TestComposePublishedPorts: only the shop's front door (nginx, in front
+// of the gateway, on the gateway's port) and the three UIs are published,
+// and only on the loopback address.
 func TestComposePublishedPorts(t *testing.T) {
 	p := loadCompose(t)
 	want := map[string]string{
-		"gateway":    port(t, mercadoServices()["gateway"].Addr),
+		"nginx":      port(t, mercadoServices()["gateway"].Addr),
 		"jaeger":     "16686",
 		"prometheus": "9090",
 		"grafana":    "3000",

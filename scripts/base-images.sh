@@ -10,6 +10,8 @@
 #   postgres:15-bookworm     Debian bookworm + the postgresql-15 package +
 #                            an entry point with the official image's
 #                            POSTGRES_USER/POSTGRES_PASSWORD/POSTGRES_DB
+#   nginx:1.22.1             Debian bookworm + its nginx package (1.22.1):
+#                            the edge in front of the gateway
 #   prom/prometheus:v2.42.0  (with --observability) Debian bookworm + the
 #                            prometheus package
 #
@@ -197,6 +199,16 @@ build_postgres() {
 	build "$name" deploy/images/postgres
 }
 
+build_nginx() {
+	local name=nginx:1.22.1
+	keep "$name" && return
+	local tar
+	tar=$(rootfs nginx nginx)
+	mkdir -p "$work/ctx"
+	link "$tar" "$work/ctx/rootfs.tar"
+	build "$name" deploy/images/nginx
+}
+
 build_prometheus() {
 	local name=prom/prometheus:v2.42.0
 	keep "$name" && return
@@ -209,6 +221,7 @@ build_prometheus() {
 
 build_golang
 build_postgres
+build_nginx
 if $observability; then
 	build_prometheus
 	say "jaegertracing/all-in-one and grafana/grafana have no Debian packages: build or pull them elsewhere (docs/deploy.md)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the compose stack for real on this machine's Docker engine and checks
-# it from the outside: build the image, start PostgreSQL and the five
-# services, wait until they are healthy, browse, check out (201, then the
+# it from the outside: build the image, start PostgreSQL, the five
+# services and nginx in front of the gateway, wait until they are healthy
+# and nginx answers, browse (through nginx), check out (201, then the
 # same Idempotency-Key replayed), switch the mode through the gateway's
 # admin API and read the mode back from every service, check out again in
 # the new mode, optionally run the load test, and tear everything down
@@ -59,7 +60,7 @@ fail() {
 # The services, with their admin ports (docker-compose.yml; the port table
 # in docs/deploy.md).
 admin_ports="gateway=9080 orders=9081 catalog=9082 payments=9083 shipping=9084"
-base_images="golang:1.26-bookworm postgres:15-bookworm"
+base_images="golang:1.26-bookworm postgres:15-bookworm nginx:1.22.1"
 
 started=false
 teardown() {
@@ -140,6 +141,20 @@ compose ps
 echo "stack healthy: $services"
 
 api=http://127.0.0.1:8080
+
+say "waiting until nginx, in front of the gateway, answers on $api"
+deadline=$((SECONDS + 60))
+until curl -fsS --max-time 2 -o /dev/null "$api/api/products" 2>/dev/null; do
+	id=$(compose ps -q nginx)
+	[ -n "$id" ] || fail "no container for nginx"
+	state=$(docker inspect --format '{{.State.Status}}' "$id")
+	[ "$state" = running ] || fail "nginx stopped: $state"
+	[ $SECONDS -lt $deadline ] || fail "nginx does not answer on $api after 60 s"
+	sleep 1
+done
+server=$(curl -fsS --max-time 5 -o /dev/null -D - "$api/api/products" | tr -d '\r' | sed -n 's/^[Ss]erver: //p')
+[ "$server" = nginx ] || fail "$api answered with Server: \"$server\", want nginx (in front of the gateway)"
+echo "nginx answers (Server: $server), passing to the gateway"
 
 say "GET /api/products"
 products=$(curl -fsS --max-time 5 "$api/api/products") || fail "GET /api/products"

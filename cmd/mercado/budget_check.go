@@ -41,7 +41,11 @@ longest budget its caller can hold, the edge's HTTP write timeout below a
 class's longest budget, retries multiplied across layers, any call with no
 cap and no budget, caps that add up to more than the client waits, margin
 and floor that make no sense, and (with --from) a cap below the observed
-p99 and contracts (GET /admin/budget) that do not compose.
+p99 and contracts (GET /admin/budget) that do not compose; and, for an
+nginx in front of the gateway (--nginx FILE, or the one --compose mounts),
+a read timeout below the longest budget the edge grants, an upstream
+keepalive not below the gateway's idle timeout, a connect timeout not
+below the request budget.
 
 The configuration checked is, by default, the defaults with the flags
 given here (the flags of mercado serve all: --mode, --mechanisms, the
@@ -70,6 +74,7 @@ func runBudgetCheck(ctx context.Context, args []string, getenv func(string) stri
 	from := fs.String("from", "", "a running shop: the gateway's admin URL (every service's is found at its /admin/peers)")
 	compose := fs.String("compose", "", "a docker-compose.yml: the services' environment (with the .env beside it)")
 	k8sDir := fs.String("k8s", "", "a kustomize directory (k8s/overlays/budgeted): rendered with kubectl kustomize, or read offline")
+	nginx := fs.String("nginx", "", "an nginx configuration in front of the gateway: its timeouts against the edge's (with --compose, the one a service mounts is read anyway)")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err
@@ -105,6 +110,11 @@ func runBudgetCheck(ctx context.Context, args []string, getenv func(string) stri
 	}
 	if err != nil {
 		return usagef("budget check: %w", err)
+	}
+	if *nginx != "" {
+		if err := addNginx(&s, *nginx); err != nil {
+			return usagef("budget check: --nginx: %w", err)
+		}
 	}
 	findings := budgetcheck.Check(s)
 	budgetcheck.Sort(findings)
@@ -259,7 +269,13 @@ func shopFromCompose(path string, getenv func(string) string) (budgetcheck.Shop,
 		}
 		envs[svc.Command[1]] = env
 	}
-	return shopFromEnv(filepath.Base(path), envs)
+	s, err := shopFromEnv(filepath.Base(path), envs)
+	if err != nil {
+		return s, err
+	}
+	// The proxy in front of the gateway, where a service mounts an nginx
+	// configuration.
+	return s, addNginx(&s, nginxConfigs(path, data)...)
 }
 
 var composeVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:?-([^}]*))?\}`)

@@ -89,6 +89,9 @@ type Edge struct {
 	// WriteTimeout is the HTTP server's: the longest the edge can take
 	// to write an answer after reading the request's headers.
 	WriteTimeout time.Duration
+	// IdleTimeout is how long the HTTP server keeps an idle connection
+	// open (zero: unknown).
+	IdleTimeout time.Duration
 }
 
 // Shop is a shop's effective configuration.
@@ -101,6 +104,8 @@ type Shop struct {
 	Calls    []Call
 	// Contracts are the services' published contracts (with --from).
 	Contracts []Contract
+	// Proxies are the reverse proxies in front of the edge (nginx).
+	Proxies []Proxy
 }
 
 // Finding is one inconsistency, with the offending setting and the fix.
@@ -134,7 +139,8 @@ const (
 // Rules lists every rule, for the docs and the usage text.
 func Rules() []string {
 	return []string{RuleUnbounded, RuleCapAboveBudget, RuleWriteTimeout, RuleConnectTimeout, RuleRetriesMultiplied, RuleCapsExceedBudget,
-		RuleMarginFloor, RuleFloorAboveBudget, RuleCapBelowFloor, RuleCapBelowP99, RuleNeedAboveBudget, RulePromiseAboveWait}
+		RuleMarginFloor, RuleFloorAboveBudget, RuleCapBelowFloor, RuleCapBelowP99, RuleNeedAboveBudget, RulePromiseAboveWait,
+		RuleProxyRead, RuleProxyIdle, RuleProxyConnect}
 }
 
 // forever stands for no bound at all.
@@ -222,6 +228,7 @@ func Check(s Shop) []Finding {
 	out = append(out, s.marginFloor()...)
 	out = append(out, s.capsBelowP99()...)
 	out = append(out, s.contracts()...)
+	out = append(out, s.proxies()...)
 	return out
 }
 

@@ -236,7 +236,8 @@ func (c Config) WriteTimeout() time.Duration {
 
 // Edge is what the gateway decides at the edge under the settings s, for
 // the budget check: with caps off, the HTTP server keeps net/http's
-// defaults, no write timeout (see resilience.EdgeChain).
+// defaults, no write timeout (see resilience.EdgeChain); its idle timeout
+// is the same in every mode.
 func (c Config) Edge(s mode.Settings) *budgetcheck.Edge {
-	return &budgetcheck.Edge{Service: faults.ServiceGateway, Budgets: c.Budgets(), WriteTimeout: s.Cap(c.WriteTimeout())}
+	return &budgetcheck.Edge{Service: faults.ServiceGateway, Budgets: c.Budgets(), WriteTimeout: s.Cap(c.WriteTimeout()), IdleTimeout: serve.IdleTimeout}
 }
