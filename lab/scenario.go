@@ -48,6 +48,9 @@ func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, p
 		r.BreakerOpen = time.Duration(sc.Shop.BreakerOpen)
 	}
 	cfg.Shared.Resilience = r
+	// A scenario with network faults runs with the fault proxies between
+	// the services; any other, with none in the way.
+	cfg.Network = sc.UsesNetwork()
 	s, err := shop.Start(ctx, cfg, log)
 	if err != nil {
 		return loadtest.Results{}, err
@@ -62,7 +65,11 @@ func drive(s *shop.Shop) *driver.Shop {
 	for _, p := range s.Processes() {
 		admin[p.Name] = "http://" + p.AdminAddr
 	}
-	return driver.New(s.GatewayURL(), admin, "")
+	d := driver.New(s.GatewayURL(), admin, "")
+	if s.Netproxy != nil {
+		d.UseNetwork("http://" + s.Netproxy.AdminAddr)
+	}
+	return d
 }
 
 // processCPU is this process's CPU time, user and system: the in-process

@@ -132,3 +132,44 @@ func TestBuiltinScenariosParse(t *testing.T) {
 		}
 	}
 }
+
+// TestNetworkScenario runs the built-in network-stall scenario, shortened:
+// the lab starts the shop with its fault proxies because the scenario
+// sets network faults, stalls the orders-shipping link for the middle
+// phase only, and the results say so. Budgeted checkouts keep answering
+// within the deadline through the stall; naive ones, waiting for
+// shipping's own timeout at every retry, do not.
+func TestNetworkScenario(t *testing.T) {
+	sc, err := loadtest.LoadScenario("network-stall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Scenario(context.Background(), sc.Quick(), slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled := map[string]loadtest.Summary{}
+	for _, m := range res.Modes {
+		if len(m.Phases) != 3 {
+			t.Fatalf("%s: %d phases, want 3", m.Mode, len(m.Phases))
+		}
+		for i, p := range m.Phases {
+			if want := i == 1; p.Faulty != want || (p.Network["orders-shipping"] == "stall") != want {
+				t.Errorf("%s: phase %q faulty %t, network %v; want the stall in the middle phase only", m.Mode, p.Name, p.Faulty, p.Network)
+			}
+		}
+		for _, c := range m.Phases[1].Classes {
+			if c.Class == "checkout" {
+				stalled[m.Mode] = c
+			}
+		}
+	}
+	naive, budgeted := stalled["naive"], stalled["budgeted"]
+	t.Logf("checkout goodput while the link stalls: naive %.1f/s, budgeted %.1f/s", naive.Goodput, budgeted.Goodput)
+	if budgeted.SuccessRatio < 0.9 {
+		t.Errorf("budgeted checkouts while the link stalls: success %.2f, want at least 0.9", budgeted.SuccessRatio)
+	}
+	if naive.Goodput >= budgeted.Goodput {
+		t.Errorf("naive checkout goodput %.1f/s while the link stalls, budgeted %.1f/s: want naive's lower", naive.Goodput, budgeted.Goodput)
+	}
+}

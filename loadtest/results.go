@@ -54,8 +54,13 @@ type PhaseSpan struct {
 	Name   string  `json:"name"`
 	StartS float64 `json:"start_s"`
 	EndS   float64 `json:"end_s"`
-	// Faulty reports that the phase applied faults (shaded in charts).
+	// Faulty reports that the phase applied faults, simulated work or
+	// network faults (shaded in charts).
 	Faulty bool `json:"faulty"`
+	// Faults are the phase's simulated faults by service, and Network its
+	// network faults by link, when it set any.
+	Faults  map[string]string `json:"faults,omitempty"`
+	Network map[string]string `json:"network,omitempty"`
 	// Classes summarise each class over the requests the phase sent (by
 	// intended send time), with goodput per second of the phase.
 	Classes []Summary `json:"classes"`

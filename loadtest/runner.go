@@ -77,6 +77,9 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	if err := shop.SetFaults(ctx, nil); err != nil {
 		return ModeResult{}, err
 	}
+	if err := setNetwork(ctx, sc, shop, nil); err != nil {
+		return ModeResult{}, err
+	}
 	orderID := seedOrder(ctx, shop.URL(), string(m)+"-"+nonce)
 
 	mr := ModeResult{Mode: string(m), Valid: true, Series: map[string][]Second{},
@@ -112,6 +115,7 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	stopSampling()
 	sampling.Wait()
 	_ = shop.SetFaults(ctx, nil)
+	_ = setNetwork(ctx, sc, shop, nil)
 	after, err := shop.Counters(ctx)
 	if err != nil {
 		return ModeResult{}, err
@@ -122,7 +126,8 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 
 	all := map[string][]Sample{}
 	for i, p := range sc.Phases {
-		span := PhaseSpan{Name: p.Name, StartS: phased[i].start.Seconds(), EndS: (phased[i].start + time.Duration(p.Duration)).Seconds(), Faulty: len(p.Faults) > 0}
+		span := PhaseSpan{Name: p.Name, StartS: phased[i].start.Seconds(), EndS: (phased[i].start + time.Duration(p.Duration)).Seconds(), Faulty: len(p.Faults) > 0 || len(p.Network) > 0,
+			Faults: p.Faults, Network: p.Network}
 		sent := 0
 		for _, name := range slices.Sorted(maps.Keys(phased[i].samples)) {
 			got := phased[i].samples[name]
@@ -261,6 +266,10 @@ func runPhases(ctx context.Context, sc Scenario, shop Shop, start time.Time, m m
 			setErr = err
 			break
 		}
+		if err := setNetwork(ctx, sc, shop, p.Network); err != nil {
+			setErr = err
+			break
+		}
 		// The services' counters at the phase's start end the phase
 		// before it.
 		c, err := shop.Counters(ctx)
@@ -293,6 +302,7 @@ func runPhases(ctx context.Context, sc Scenario, shop Shop, start time.Time, m m
 	// The last phase's faults end with the schedule, not with the
 	// stragglers it left behind.
 	_ = shop.SetFaults(context.WithoutCancel(ctx), nil)
+	_ = setNetwork(context.WithoutCancel(ctx), sc, shop, nil)
 	wg.Wait()
 	if err := errors.Join(append(errs, setErr, ctx.Err())...); err != nil {
 		return nil, nil, err
@@ -554,4 +564,17 @@ func serverFigures(before, after Counters, requests int) ServerFigures {
 		}
 	}
 	return s
+}
+
+// setNetwork puts a phase's network faults in force, when the scenario
+// uses any: a shop without fault proxies runs every other scenario.
+func setNetwork(ctx context.Context, sc Scenario, shop Shop, specs map[string]string) error {
+	if !sc.UsesNetwork() {
+		return nil
+	}
+	ns, ok := shop.(NetworkShop)
+	if !ok {
+		return errors.New("the scenario sets network faults, and this shop has no fault proxies (serve it with --network-proxy)")
+	}
+	return ns.SetNetwork(ctx, specs)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/netfault"
 )
 
 //go:embed scenarios/*.yaml
@@ -115,6 +116,22 @@ type Phase struct {
 	// the --fault syntax ("CreateShipment:hang=5s"); services not named
 	// have none.
 	Faults map[string]string `yaml:"faults"`
+	// Network are the network faults in force on the links between the
+	// services during the phase, by link ("orders-shipping": "stall"; the
+	// grammar of internal/netfault); links not named have none. A
+	// scenario that names any runs on a shop with its fault proxies on.
+	Network map[string]string `yaml:"network"`
+}
+
+// UsesNetwork reports whether any phase sets network faults: the shop
+// must then have its fault proxies (Config.Network, --network-proxy).
+func (s Scenario) UsesNetwork() bool {
+	for _, p := range s.Phases {
+		if len(p.Network) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ShopSpec sizes an in-process shop.
@@ -234,6 +251,15 @@ func (s Scenario) Validate() error {
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("phase %s: %s: %w", p.Name, svc, err))
+			}
+		}
+		for _, link := range slices.Sorted(maps.Keys(p.Network)) {
+			if err := netfault.CheckLink(link); err != nil {
+				errs = append(errs, fmt.Errorf("phase %s: network: %w", p.Name, err))
+				continue
+			}
+			if _, err := netfault.Parse(p.Network[link]); err != nil {
+				errs = append(errs, fmt.Errorf("phase %s: network: %s: %w", p.Name, link, err))
 			}
 		}
 	}

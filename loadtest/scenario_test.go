@@ -95,3 +95,39 @@ phases: [{name: calm, duration: 1s}]
 		t.Errorf("modes: [reckless]: %v, want an error listing the modes", err)
 	}
 }
+
+// A phase's network faults name links and specs of internal/netfault;
+// anything else is refused, naming the phase, the link and the setting.
+func TestScenarioNetworkIsValidated(t *testing.T) {
+	base := `name: x
+deadline: 1s
+classes: {checkout: {rate: 10}}
+phases:
+  - name: calm
+    duration: 1s
+  - name: wire
+    duration: 1s
+    network: {%s}
+`
+	for network, want := range map[string]string{
+		`orders-shipping: "stall"`:                    "",
+		`gateway-orders: "latency=200ms,jitter=50ms"`: "",
+		`orders-fraud: "stall"`:                       `phase wire: network: unknown link "orders-fraud" (want one of gateway-orders,`,
+		`orders-shipping: "latency=soon"`:             `phase wire: network: orders-shipping: latency: "soon" is not a duration`,
+		`orders-payments: "stall,direction=sideways"`: `phase wire: network: orders-payments: stall: direction:`,
+	} {
+		sc, err := ParseScenario([]byte(strings.Replace(base, "%s", network, 1)))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", network, err)
+		case want == "" && !sc.UsesNetwork():
+			t.Errorf("%s: UsesNetwork is false", network)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: got %v, want an error containing %q", network, err, want)
+		}
+	}
+	sc, err := ParseScenario([]byte(strings.Replace(base, "network: {%s}", `faults: {shipping: "latency=1ms"}`, 1)))
+	if err != nil || sc.UsesNetwork() {
+		t.Errorf("a scenario with no network faults: UsesNetwork %t (%v), want false", sc.UsesNetwork(), err)
+	}
+}

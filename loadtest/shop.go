@@ -29,6 +29,16 @@ type Shop interface {
 	Gauges(ctx context.Context) (Gauges, error)
 }
 
+// NetworkShop is a Shop with fault proxies between its services, which
+// a scenario with network faults needs (Scenario.UsesNetwork).
+type NetworkShop interface {
+	Shop
+	// SetNetwork puts each link's network faults in force, given in
+	// internal/netfault's grammar by link name ("orders-shipping":
+	// "stall"); links not named have none.
+	SetNetwork(ctx context.Context, specs map[string]string) error
+}
+
 // Counters are what the services have counted since they started, read at
 // one moment; a run reports how much they grew (ServerFigures).
 type Counters struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/netfault"
 )
 
 // adminPorts are each service's default admin port.
@@ -20,9 +21,14 @@ var adminPorts = map[string]string{
 }
 
 const faultUsage = `Usage: mercado fault <gateway|orders|catalog|payments|shipping> [flags]
+       mercado fault --network [LINK] [SPEC | --clear] [flags]
 
 Shows or changes a running service's simulated faults through its admin
-API. With no change flag it prints the faults in force.
+API. With no change flag it prints the faults in force. With --network it
+shows or changes the network faults between the services instead
+(mercado fault --network --help), on a shop served with --network-proxy:
+links %s;
+kinds latency=200ms[,jitter=50ms], bandwidth=64 (KB/s), stall, reset, down.
 
   mercado fault shipping --method CreateShipment --hang 10s
   mercado fault payments --method CreateCharge --p50 100ms --p99 400ms --error-rate 0.1
@@ -40,11 +46,14 @@ func printFaultUsage(fs *flag.FlagSet) {
 	for _, svc := range faults.Services() {
 		fmt.Fprintf(&methods, "  %-9s %s\n", svc, strings.Join(faults.Methods(svc), ", "))
 	}
-	fmt.Fprintf(fs.Output(), faultUsage, methods.String())
+	fmt.Fprintf(fs.Output(), faultUsage, netfault.LinkList(), methods.String())
 	fs.PrintDefaults()
 }
 
 func runFault(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "--network" || args[0] == "-network") {
+		return runNetworkFault(ctx, args[1:], getenv, stdout, stderr)
+	}
 	service := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		service, args = args[0], args[1:]

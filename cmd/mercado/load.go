@@ -63,6 +63,8 @@ func runLoad(ctx context.Context, args []string, getenv func(string) string, std
 	gateway := fs.String("gateway", "http://localhost:8080", "the shop's public URL")
 	adminURL := fs.String("admin", "http://localhost:9080", "the gateway's admin URL (the other services are found through it)")
 	token := fs.String("admin-token", "", "admin bearer token, when the shop requires one")
+	networkAdmin := fs.String("network-admin", networkAdminURL,
+		"the wire's admin URL (a shop served with --network-proxy), used by a scenario with network faults")
 	scenario := fs.String("scenario", defaultScenario, "a built-in scenario's name, or a scenario file")
 	o := scenarioFlags(fs)
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
@@ -75,6 +77,9 @@ func runLoad(ctx context.Context, args []string, getenv func(string) string, std
 	shop, err := driver.Discover(ctx, *gateway, strings.TrimSuffix(*adminURL, "/"), *token)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
+	}
+	if sc.UsesNetwork() {
+		shop.UseNetwork(*networkAdmin)
 	}
 	fmt.Fprintf(stderr, "scenario %s against %s: %s per mode, modes %v\n", sc.Name, shop.URL(), sc.Length(), sc.Modes)
 	bar := newProgress(stderr)

@@ -22,14 +22,18 @@ import (
 	"github.com/mercado-lab/mercado/services/shipping"
 )
 
-const serveUsage = `Usage: mercado serve <gateway|orders|catalog|payments|shipping|all> [flags]
+const serveUsage = `Usage: mercado serve <gateway|orders|catalog|payments|shipping|all|netproxy> [flags]
 
 Serves one service, or all five in one process on loopback ports (the
 embedded default: in-memory stores, no Docker, no database). With
 --database-url (or MERCADO_DATABASE_URL) the services keep their state in
 PostgreSQL instead, one schema each. A service served alone answers its
 admin API on loopback; on any other address it needs --admin-token (or
---admin-insecure). Stops gracefully on SIGINT or SIGTERM.
+--admin-insecure). serve all --network-proxy puts a fault proxy on every
+link between the services, set through the wire's admin API on
+127.0.0.1:9085 (mercado fault --network); serve netproxy runs those
+proxies alone, for services served apart (--link). Stops gracefully on
+SIGINT or SIGTERM.
 
 Flags:
 `
@@ -107,6 +111,8 @@ func lookupService(name string) (service, error) {
 		return leaf(name, shipping.DefaultConfig(), shipping.Start), nil
 	case "all":
 		return allServices(), nil
+	case "netproxy":
+		return netproxyService(), nil
 	}
 	return service{}, usagef("serve: unknown service %q", name)
 }
@@ -171,6 +177,8 @@ func allServices() service {
 			fs.Var(cfg.Faults()[name], name+"-fault", "simulated work of "+name+`, "[Method:]latency=280ms[,hang[=10s]]"`)
 		}
 		fs.BoolVar(&ephemeral, "ephemeral-ports", false, "listen on free loopback ports instead (the serving log lines say which)")
+		fs.BoolVar(&cfg.Network, "network-proxy", cfg.Network,
+			"put a fault proxy on every link between the services, with the wire's admin API on 127.0.0.1:9085 (mercado fault --network)")
 		for _, f := range notForAll {
 			fs.Var(refused{f.reason, f.isBool}, f.name, "not for serve all: "+f.reason)
 		}

@@ -287,7 +287,7 @@ func TestServeFlagTablesAreComplete(t *testing.T) {
 		}
 	}
 
-	allOnly := map[string]bool{"ephemeral-ports": true} // every serve all above runs with it
+	allOnly := map[string]bool{"ephemeral-ports": true, "network-proxy": true} // every serve all above runs with the first; TestServeAllNetworkProxy, the second
 	for _, name := range serviceNames {
 		allOnly[name+"-fault"] = true // TestServeAllFaultPerService
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/netfault"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/loadtest"
 	"github.com/mercado-lab/mercado/pkg/deadline"
@@ -28,9 +29,11 @@ type Shop struct {
 	admin  map[string]admin.Client
 	token  string
 	client *http.Client
+	// network is the wire's admin API, when the shop has fault proxies.
+	network *admin.Client
 }
 
-var _ loadtest.Shop = (*Shop)(nil)
+var _ loadtest.NetworkShop = (*Shop)(nil)
 
 // New drives the shop whose gateway serves at gateway and whose services'
 // admin APIs are at admin, by service name. token is the admin bearer
@@ -117,6 +120,52 @@ func (s *Shop) PutFaults(ctx context.Context, sets map[string]faults.Set) error 
 		}
 		if _, err := s.admin[svc].SetFaults(ctx, set); err != nil {
 			errs = append(errs, fmt.Errorf("faults for %s: %w", svc, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// UseNetwork drives the shop's fault proxies through the wire's admin API
+// at url (a shop served with --network-proxy: http://localhost:9085).
+func (s *Shop) UseNetwork(url string) {
+	s.network = &admin.Client{URL: strings.TrimSuffix(url, "/"), Token: s.token, HTTP: s.client}
+}
+
+// SetNetwork puts each link's network faults in force, given in
+// internal/netfault's grammar by link ("orders-shipping": "stall"); the
+// links not named have none.
+func (s *Shop) SetNetwork(ctx context.Context, specs map[string]string) error {
+	if s.network == nil {
+		return errors.New("network faults: this shop has no fault proxies (serve it with --network-proxy)")
+	}
+	v, err := s.network.Network(ctx)
+	if err != nil {
+		return fmt.Errorf("network faults: %w", err)
+	}
+	var errs []error
+	proxied := map[string]bool{}
+	for _, l := range v.Links {
+		proxied[l.Name] = true
+		spec, err := netfault.Parse(specs[l.Name])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("network faults for %s: %w", l.Name, err))
+			continue
+		}
+		if spec.String() == l.Faults.String() {
+			continue // in force already: setting it again would close a stall's connections
+		}
+		if len(spec) == 0 {
+			_, err = s.network.ClearNetwork(ctx, l.Name)
+		} else {
+			_, err = s.network.SetNetwork(ctx, l.Name, spec)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("network faults for %s: %w", l.Name, err))
+		}
+	}
+	for link := range specs {
+		if !proxied[link] {
+			errs = append(errs, fmt.Errorf("network faults for %s: the shop's fault proxies have no such link", link))
 		}
 	}
 	return errors.Join(errs...)

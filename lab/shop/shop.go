@@ -273,6 +273,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Shop, error) {
 		if err != nil {
 			return "", fail(fmt.Errorf("starting netproxy: %w", err))
 		}
+		log.Info("network link", "service", "netproxy", "link", link, "listen", addr, "upstream", upstream)
 		return addr, nil
 	}
 	var err error

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/mercado-lab/mercado/loadtest"
 )
@@ -249,7 +251,7 @@ func faultBands(modes ...loadtest.ModeResult) []chartBand {
 				continue
 			}
 			seen[key] = len(out)
-			out = append(out, chartBand{From: p.StartS, To: p.EndS, Label: "fault: " + p.Name})
+			out = append(out, chartBand{From: p.StartS, To: p.EndS, Label: bandLabel(p)})
 		}
 	}
 	return out
@@ -398,3 +400,21 @@ ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 
 {{range .Rows}}<tr><td>{{.Label}}</td>{{range .Cells}}<td class="n">{{.}}</td>{{end}}{{if ne .Ratio ""}}<td class="n{{with .Verdict}} {{.}}{{end}}">{{.Ratio}}</td>{{end}}</tr>
 {{end}}</tbody>
 {{end}}`
+
+// bandLabel names a faulty phase's band: its simulated faults as
+// "fault", its network faults as "network fault", with the links'
+// specs, so that a reader tells the wire from the vendor.
+func bandLabel(p loadtest.PhaseSpan) string {
+	if len(p.Network) == 0 {
+		return "fault: " + p.Name
+	}
+	var links []string
+	for _, l := range slices.Sorted(maps.Keys(p.Network)) {
+		links = append(links, l+" "+p.Network[l])
+	}
+	label := "network fault: " + p.Name + " (" + strings.Join(links, ", ") + ")"
+	if len(p.Faults) > 0 {
+		label = "fault + " + label
+	}
+	return label
+}
