@@ -110,11 +110,9 @@ func NewOutbound(o OutboundOptions) *Outbound {
 		m.Attempt(ctx, o.Name, attempt > 1)
 	}}
 	_ = m.ObserveBreaker(o.Name, func() int { return int(d.breaker.State()) })
-	// The cap in force: none while the caps mechanism is off.
-	_ = m.ObserveCap(o.Name, o.Settings.Load().Cap(o.Cap))
+	_ = m.ObserveCap(o.Name, func() time.Duration { return o.Settings.Load().Cap(o.Cap) })
 	d.capped, d.uncapped = d.newClip(o.Cap), d.newClip(0)
-	o.Settings.OnSwitch(func(s mode.Settings) {
-		_ = m.ObserveCap(o.Name, s.Cap(o.Cap))
+	o.Settings.OnSwitch(func(mode.Settings) {
 		d.bulkhead.Reset()
 		d.breaker.Reset()
 		d.budget.Reset()

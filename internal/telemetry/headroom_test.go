@@ -12,13 +12,14 @@ import (
 // timeout lands in the timeout histogram.
 func TestHopSliceTimeoutAndExhaustion(t *testing.T) {
 	m := newMetrics(t, "orders")
-	if err := m.ObserveCap("catalog", 300*time.Millisecond); err != nil {
+	catalogCap := 300 * time.Millisecond
+	if err := m.ObserveCap("catalog", func() time.Duration { return catalogCap }); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.ObserveCap("audit", 0); err != nil {
+	if err := m.ObserveCap("audit", func() time.Duration { return 0 }); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.ObserveCap("", time.Second); err == nil {
+	if err := m.ObserveCap("", func() time.Duration { return time.Second }); err == nil {
 		t.Error("ObserveCap without a dependency: no error")
 	}
 	f := scrape(t, m)
@@ -31,6 +32,12 @@ func TestHopSliceTimeoutAndExhaustion(t *testing.T) {
 	if s := series(f, NameBudgetExhausted, map[string]string{"dep": "catalog"}); s == nil || value(s) != 0 {
 		t.Errorf("%s{dep=catalog} = %v; want a counter at 0", NameBudgetExhausted, s)
 	}
+
+	catalogCap = 0 // the caps mechanism switched off: no slice, no headroom
+	if s := series(scrape(t, m), NameHopCap, map[string]string{"dep": "catalog"}); s != nil {
+		t.Errorf("%s{dep=catalog} = %v after the cap went; want no series", NameHopCap, s)
+	}
+	catalogCap = 300 * time.Millisecond
 
 	ctx := context.Background()
 	m.BudgetExhausted(ctx, "catalog")

@@ -68,23 +68,25 @@ func (m *Metrics) ObserveBreaker(dep string, state func() int) error {
 }
 
 type capObserver struct {
-	cap  time.Duration
+	cap  func() time.Duration
 	opts opts
 }
 
 // ObserveCap reports a dependency's slice, the cap on each call's
-// timeout, as the gauge mercado_hop_cap_seconds{dep}: the headroom rule
+// timeout in force when the metrics are read (cap is called at every
+// scrape, so a mode switch shows at once), as the gauge
+// mercado_hop_cap_seconds{dep}: the headroom rule
 // (deploy/prometheus/alerts.yml) subtracts the hop's observed p99 from it.
-// A zero cap (none) is not reported: a hop without a slice has no
-// headroom. Observing the same dep again replaces the earlier cap. The
-// dependency's mercado_budget_exhausted_total is exported from now on, at
-// zero.
-func (m *Metrics) ObserveCap(dep string, cap time.Duration) error {
+// A cap of zero or less (none, as with the caps mechanism off) is not
+// reported: a hop without a slice has no headroom. Observing the same dep
+// again replaces the earlier cap. The dependency's
+// mercado_budget_exhausted_total is exported from now on, at zero.
+func (m *Metrics) ObserveCap(dep string, cap func() time.Duration) error {
 	if m == nil {
 		return nil
 	}
-	if dep == "" || cap < 0 {
-		return errors.New("telemetry: ObserveCap needs a dependency name and a cap of zero or more")
+	if dep == "" || cap == nil {
+		return errors.New("telemetry: ObserveCap needs a dependency name and a cap")
 	}
 	o := capObserver{cap: cap, opts: m.deps.get(dep)}
 	m.budgetExhausted.Add(context.Background(), 0, o.opts.add...)
@@ -112,9 +114,7 @@ func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 	}
 	caps := make([]capObserver, 0, len(m.observed.caps))
 	for _, c := range m.observed.caps {
-		if c.cap > 0 {
-			caps = append(caps, c)
-		}
+		caps = append(caps, c)
 	}
 	m.observed.mu.Unlock()
 
@@ -128,7 +128,9 @@ func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(m.breakerState, int64(b.state()), b.opts.obs...)
 	}
 	for _, c := range caps {
-		o.ObserveFloat64(m.hopCap, c.cap.Seconds(), c.opts.obs...)
+		if d := c.cap(); d > 0 {
+			o.ObserveFloat64(m.hopCap, d.Seconds(), c.opts.obs...)
+		}
 	}
 	return nil
 }
