@@ -124,6 +124,9 @@ var methodless = map[string]bool{"insufficient_budget_per_request": true}
 //     (ServerFigures.HeadroomMS) — the recording rule
 //     mercado:hop_headroom_seconds, in milliseconds, over the span; not
 //     divided by anything.
+//   - slice_ms: the hop's slice at the end of the span, the cap its calls
+//     are given (ServerFigures.SliceMS); 0 for a hop with none, as in the
+//     fragile preset, where there is no headroom to alert on.
 //   - timeouts_per_request: the hop's calls a deadline ended, its own cap
 //     or the caller's budget (ServerFigures.HopTimeouts), per request of
 //     the class: where DeadlineExceeded was counted.
@@ -133,6 +136,9 @@ var HopFigureNames = map[string]func(f ServerFigures, hop string, requests int) 
 	"headroom_ms": func(f ServerFigures, hop string, _ int) (float64, bool) {
 		v, ok := f.HeadroomMS[hop]
 		return v, ok
+	},
+	"slice_ms": func(f ServerFigures, hop string, _ int) (float64, bool) {
+		return f.SliceMS[hop], f.HopCalls[hop] > 0
 	},
 	"timeouts_per_request": func(f ServerFigures, hop string, requests int) (float64, bool) {
 		if f.HopCalls[hop] == 0 || requests == 0 {
