@@ -16,7 +16,7 @@ type Mode string
 
 // The modes.
 const (
-	// Naive is the fragile system: every hop picks its own timeout, blind
+	// Naive is lesson 7's system: every hop picks its own timeout, blind
 	// to the client's deadline, and work goes on after the client left.
 	Naive Mode = "naive"
 	// Budgeted sets one deadline at the edge and every hop honours it.
