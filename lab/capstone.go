@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/budget"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/loadtest"
@@ -46,8 +47,8 @@ type CapstoneConfig struct {
 	// syntax: the carrier slow, not down.
 	Carrier string
 	// Margin is what the suggest step adds to each hop's healthy p99 to
-	// make its cap.
-	Margin time.Duration
+	// make its cap: a duration, or a share of the p99.
+	Margin budget.Margin
 	// Workers is each service's worker pool (shared by every route while
 	// bulkheads are off); BreakerOpen is how long an open breaker stays
 	// open.
@@ -95,8 +96,8 @@ func (c CapstoneConfig) Validate() error {
 	} else if err := set.CheckMethods(faults.ServiceShipping); err != nil {
 		errs = append(errs, fmt.Errorf("carrier: %w", err))
 	}
-	if c.Margin < 0 || c.Margin > c.Deadline {
-		errs = append(errs, fmt.Errorf("margin: %v is outside 0 to the deadline (%v)", c.Margin, c.Deadline))
+	if c.Margin.Fixed < 0 || c.Margin.Fixed > c.Deadline || c.Margin.Share < 0 || c.Margin.Share > 10 {
+		errs = append(errs, fmt.Errorf("margin: %v is outside 0 to the deadline (%v), or 0%% to 1000%%", c.Margin, c.Deadline))
 	}
 	if c.Workers < 1 || c.Workers > 10_000 {
 		errs = append(errs, fmt.Errorf("workers: %d is outside 1 to 10000", c.Workers))
@@ -181,7 +182,7 @@ func Capstone(ctx context.Context, cfg CapstoneConfig, log *slog.Logger, progres
 	}
 	var (
 		run  loadtest.Results
-		sugg Suggestion
+		sugg budget.Suggestion
 	)
 	for i, st := range capstoneStages() {
 		out, err := runStage(ctx, cfg, st, sugg, log, progress)
@@ -195,7 +196,7 @@ func Capstone(ctx context.Context, cfg CapstoneConfig, log *slog.Logger, progres
 		run.Modes = append(run.Modes, out.results.Modes...)
 		if i == 0 {
 			// The suggest step reads stage 0's healthy warm-up.
-			if sugg, err = suggest(out.warm, cfg.Margin, cfg.Deadline); err != nil {
+			if sugg, err = suggestFrom(out.warmStart, out.warmEnd, cfg.Margin, cfg.Deadline); err != nil {
 				return CapstoneResult{}, fmt.Errorf("suggest: %w", err)
 			}
 		}

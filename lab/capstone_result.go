@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mercado-lab/mercado/internal/budget"
 	"github.com/mercado-lab/mercado/loadtest"
 	"github.com/mercado-lab/mercado/loadtest/report"
 )
@@ -61,27 +62,27 @@ type CapstoneResult struct {
 		DeadlineMS   int64   `json:"deadline_ms"`
 		PatienceMS   int64   `json:"patience_ms"`
 		Carrier      string  `json:"carrier"`
-		MarginMS     int64   `json:"margin_ms"`
+		Margin       string  `json:"margin"`
 		Workers      int     `json:"workers"`
 	} `json:"config"`
 	// Suggestion is what the suggest step chose from stage 0's healthy
 	// warm-up, and why; stages 1 to 3 run with it.
-	Suggestion Suggestion      `json:"suggestion"`
-	Stages     []CapstoneStage `json:"stages"`
-	Checks     []CapstoneCheck `json:"checks"`
+	Suggestion budget.Suggestion `json:"suggestion"`
+	Stages     []CapstoneStage   `json:"stages"`
+	Checks     []CapstoneCheck   `json:"checks"`
 	// Run is every stage's full results, one mode per stage, for the
 	// HTML report.
 	Run loadtest.Results `json:"-"`
 }
 
 // capstoneView reads the table's figures from the stages' runs.
-func capstoneView(cfg CapstoneConfig, sugg Suggestion, run loadtest.Results) (CapstoneResult, error) {
+func capstoneView(cfg CapstoneConfig, sugg budget.Suggestion, run loadtest.Results) (CapstoneResult, error) {
 	var res CapstoneResult
 	c := &res.Config
 	c.CheckoutRate, c.BrowseRate = cfg.CheckoutRate, cfg.BrowseRate
 	c.WarmUpS, c.FaultS = cfg.WarmUp.Seconds(), cfg.Fault.Seconds()
 	c.DeadlineMS, c.PatienceMS = cfg.Deadline.Milliseconds(), cfg.Patience.Milliseconds()
-	c.Carrier, c.MarginMS, c.Workers = cfg.Carrier, cfg.Margin.Milliseconds(), cfg.Workers
+	c.Carrier, c.Margin, c.Workers = cfg.Carrier, cfg.Margin.String(), cfg.Workers
 	res.Suggestion, res.Run = sugg, run
 	for _, st := range capstoneStages() {
 		i := slices.IndexFunc(run.Modes, func(m loadtest.ModeResult) bool { return m.Mode == st.name })
@@ -205,7 +206,7 @@ func (r CapstoneResult) WriteTable(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w, "The suggest step, from stage 0's healthy warm-up (stages 1 to 3 run with these):")
-	for _, l := range r.Suggestion.Lines() {
+	for _, l := range suggestionLines(r.Suggestion) {
 		fmt.Fprintln(w, "  "+l)
 	}
 	fmt.Fprintln(w)
@@ -275,7 +276,7 @@ func (r CapstoneResult) WriteHTML(w io.Writer) error {
 		lead.Rows = append(lead.Rows, s.cells())
 		lead.Notes = append(lead.Notes, "Stage "+s.Stage+" adds "+s.Adds+".")
 	}
-	lead.Lists = append(lead.Lists, report.List{Title: "The suggest step, from stage 0's healthy warm-up", Items: r.Suggestion.Lines()})
+	lead.Lists = append(lead.Lists, report.List{Title: "The suggest step, from stage 0's healthy warm-up", Items: suggestionLines(r.Suggestion)})
 	var checks []string
 	for _, ch := range r.Checks {
 		v := "PASS"

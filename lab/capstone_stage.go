@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -14,11 +15,11 @@ import (
 )
 
 // stageRun is what one stage measured: its run (one ModeResult, named
-// after the stage), and the hops its healthy phase measured, for the
-// suggest step.
+// after the stage), and its calls' hop histograms at the start and at the
+// end of its healthy warm-up, for the suggest step.
 type stageRun struct {
-	results loadtest.Results
-	warm    budget.Observed
+	results            loadtest.Results
+	warmStart, warmEnd budget.Hops
 }
 
 // runStage runs one stage on a shop of its own. A stage without read
@@ -26,7 +27,7 @@ type stageRun struct {
 // dependency takes), so its shop is stopped once its schedule is over and
 // the clients' deadline has passed: what it still held then is cut off,
 // and the command never waits on a hung call.
-func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg Suggestion, log *slog.Logger, progress func(string, time.Duration, time.Duration)) (stageRun, error) {
+func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg budget.Suggestion, log *slog.Logger, progress func(string, time.Duration, time.Duration)) (stageRun, error) {
 	sc, err := cfg.scenario(st)
 	if err != nil {
 		return stageRun{}, err
@@ -42,7 +43,7 @@ func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg Su
 	r.Workers, r.BreakerOpen = cfg.Workers, cfg.BreakerOpen
 	shopCfg.Shared.Resilience = r
 	if st.suggested {
-		if err := sugg.applyTo(&shopCfg); err != nil {
+		if err := applySuggestion(sugg, &shopCfg); err != nil {
 			return stageRun{}, err
 		}
 	}
@@ -52,7 +53,7 @@ func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg Su
 		return stageRun{}, err
 	}
 	defer s.Stop()
-	ss := &stageShop{Shop: drive(s)}
+	ss := &stageShop{Shop: drive(s), admin: "http://" + s.Gateway.AdminAddr}
 	// A fresh shop opens its connections on its first calls: the warm-up
 	// the suggest step reads starts once those are behind it.
 	settled := time.AfterFunc(min(time.Second, cfg.WarmUp/3), func() { ss.warmStart(ctx) })
@@ -72,20 +73,27 @@ func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg Su
 	for i := range res.Modes {
 		res.Modes[i].Mode = st.name
 	}
-	return stageRun{results: res, warm: ss.warmUp()}, nil
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return stageRun{results: res, warmStart: ss.hopsStart, warmEnd: ss.hopsEnd}, nil
 }
 
 // stageShop is a stage's shop as the scenario runner drives it. It keeps
-// the services' counters as they stood at the start of the warm-up and
+// the calls' hop histograms as they stood at the start of the warm-up and
 // when the fault went on (its end), and once the shop has been stopped it
 // answers with the last counters read before the stop.
 type stageShop struct {
 	*driver.Shop
+	// admin is the gateway's admin URL, where the hops are read.
+	admin string
 
-	mu          sync.Mutex
-	first, warm *loadtest.Counters
-	last        *loadtest.Counters
-	stopped     bool
+	mu sync.Mutex
+	// hopsStart and hopsEnd are the calls' hop histograms at the start and
+	// the end of the warm-up (warmed: the end has been read).
+	hopsStart, hopsEnd budget.Hops
+	warmed             bool
+	last               *loadtest.Counters
+	stopped            bool
 }
 
 var _ loadtest.Shop = (*stageShop)(nil)
@@ -114,12 +122,12 @@ func (s *stageShop) SetFaults(ctx context.Context, specs map[string]string) erro
 	if s.stopped {
 		return nil
 	}
-	if len(specs) > 0 && s.warm == nil && s.first != nil {
-		c, err := s.Shop.Counters(ctx)
-		if err != nil {
+	if len(specs) > 0 && !s.warmed {
+		h, err := budget.ObserveHops(ctx, s.admin, "")
+		if err != nil && !errors.Is(err, budget.ErrNoTraffic) {
 			return err
 		}
-		s.warm = &c
+		s.hopsEnd, s.warmed = h, true
 	}
 	return s.Shop.SetFaults(ctx, specs)
 }
@@ -134,15 +142,15 @@ func (s *stageShop) Settle(ctx context.Context, limit time.Duration) {
 	}
 }
 
-// warmStart reads the counters that begin the warm-up.
+// warmStart reads the hop histograms that begin the warm-up.
 func (s *stageShop) warmStart(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped || s.warm != nil {
+	if s.stopped || s.warmed {
 		return
 	}
-	if c, err := s.Shop.Counters(ctx); err == nil {
-		s.first = &c
+	if h, err := budget.ObserveHops(ctx, s.admin, ""); err == nil || errors.Is(err, budget.ErrNoTraffic) {
+		s.hopsStart = h
 	}
 }
 
@@ -155,25 +163,4 @@ func (s *stageShop) stop(ctx context.Context, sh *shop.Shop) {
 	s.stopped = true
 	s.mu.Unlock()
 	_ = sh.Stop()
-}
-
-// warmUp is each hop's p99 over the healthy warm-up: from warmStart's
-// counters to those read as the fault went on.
-func (s *stageShop) warmUp() budget.Observed {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o := budget.Observed{P99: map[string]time.Duration{}, Count: map[string]uint64{}}
-	if s.first == nil || s.warm == nil {
-		return o
-	}
-	for hop, h := range s.warm.Hops {
-		d := h.Since(s.first.Hops[hop])
-		n := len(d.Counts)
-		if n == 0 || d.Counts[n-1] <= 0 {
-			continue
-		}
-		o.P99[hop] = time.Duration(d.Quantile(0.99) * float64(time.Second))
-		o.Count[hop] = uint64(d.Counts[n-1])
-	}
-	return o
 }

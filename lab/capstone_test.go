@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/mercado-lab/mercado/internal/budget"
+	"github.com/mercado-lab/mercado/lab/shop"
 )
 
 // shortCapstone is the capstone scaled down for a test: a pool of 20
@@ -81,23 +84,24 @@ func TestCapstone(t *testing.T) {
 	}
 
 	// The suggest step read stage 0's healthy warm-up: a cap on the
-	// carrier's hop, above its p99 by the margin.
-	var shipping *SuggestedCap
-	for i, c := range res.Suggestion.Caps {
-		if c.Hop == "orders/shipping" {
-			shipping = &res.Suggestion.Caps[i]
+	// carrier's hop, above its p99 by the margin, and a connect timeout
+	// within the deadline.
+	var shipping *budget.HopSuggestion
+	for i, h := range res.Suggestion.Hops {
+		if h.From == "orders" && h.To == "shipping" {
+			shipping = &res.Suggestion.Hops[i]
 		}
 	}
-	if shipping == nil || shipping.Calls == 0 || shipping.CapMS < shipping.P99MS+float64(cfg.Margin.Milliseconds()) || shipping.Why == "" {
-		t.Errorf("suggestion for orders/shipping: %+v (all: %+v)", shipping, res.Suggestion.Caps)
+	if shipping == nil || shipping.Samples == 0 || shipping.Cap < shipping.P99+cfg.Margin.Fixed || shipping.Why == "" {
+		t.Errorf("suggestion for orders → shipping: %+v (all: %+v)", shipping, res.Suggestion.Hops)
 	}
-	if res.Suggestion.ConnectTimeoutMS <= 0 || res.Suggestion.ConnectTimeoutMS >= float64(cfg.Deadline.Milliseconds()) {
-		t.Errorf("connect timeout %.0f ms, want within (0, deadline)", res.Suggestion.ConnectTimeoutMS)
+	if c := res.Suggestion.ConnectTimeout; c <= 0 || c >= cfg.Deadline || res.Suggestion.ConnectWhy == "" {
+		t.Errorf("connect timeout %v (%q), want within (0, %v) with its reason", c, res.Suggestion.ConnectWhy, cfg.Deadline)
 	}
 
 	var table, js, page bytes.Buffer
 	res.WriteTable(&table)
-	for _, want := range []string{"0 fragile", "3 +isolation", "--shipping-cap", "browse ok", "PASS"} {
+	for _, want := range []string{"0 fragile", "3 +isolation", "--shipping-cap=", "--connect-timeout=", "browse ok", "PASS"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -142,7 +146,7 @@ func TestCapstoneConfigValidate(t *testing.T) {
 		{"a carrier fault that does not parse", func(c *CapstoneConfig) { c.Carrier = "CreateShipment:hang=soon" }, "carrier"},
 		{"a carrier fault on another service's method", func(c *CapstoneConfig) { c.Carrier = "CreateCharge:hang=1s" }, "carrier"},
 		{"no carrier fault", func(c *CapstoneConfig) { c.Carrier = "" }, "carrier"},
-		{"a margin past the deadline", func(c *CapstoneConfig) { c.Margin = 2 * time.Second }, "margin"},
+		{"a margin past the deadline", func(c *CapstoneConfig) { c.Margin = budget.Margin{Fixed: 2 * time.Second} }, "margin"},
 		{"no workers", func(c *CapstoneConfig) { c.Workers = 0 }, "workers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,34 +160,50 @@ func TestCapstoneConfigValidate(t *testing.T) {
 	}
 }
 
-// TestSuggest: each hop's cap is its healthy p99, rounded up to the
-// millisecond, plus the margin; the gateway's call to orders waits at
-// least what orders' own calls may take; the connect timeout is a tenth
-// of the deadline; a hop the shop has no setting for is left alone.
-func TestSuggest(t *testing.T) {
-	obs := budget.Observed{
-		P99:   map[string]time.Duration{"orders/shipping": 6200 * time.Microsecond, "orders/payments": 4 * time.Millisecond, "gateway/orders": 23 * time.Millisecond, "orders/audit": time.Millisecond},
-		Count: map[string]uint64{"orders/shipping": 400, "orders/payments": 400, "gateway/orders": 400, "orders/audit": 400},
+// hopHist is a hop histogram: n calls of fast seconds and slow more of
+// slow seconds, in buckets that hold both.
+func hopHist(fast, slow uint64) *dto.Histogram {
+	bounds := []float64{0.001, 0.005, 0.01, 0.1, 1, 10}
+	counts := []uint64{0, fast, fast, fast, fast + slow, fast + slow}
+	h := &dto.Histogram{SampleCount: proto(fast + slow)}
+	for i, b := range bounds {
+		h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: &b, CumulativeCount: proto(counts[i])})
 	}
-	s, err := suggest(obs, 100*time.Millisecond, time.Second)
+	return h
+}
+
+func proto[T any](v T) *T { return &v }
+
+// TestSuggestFrom: the suggest step reads the warm-up alone — calls made
+// before it (a fresh shop's first, slow ones) do not count — and each cap
+// is the p99 plus the margin.
+func TestSuggestFrom(t *testing.T) {
+	call := func(h *dto.Histogram) budget.HopObservation {
+		return budget.HopObservation{From: "orders", To: "shipping", Callee: "shipping", Setting: "--shipping-cap",
+			Criticality: "critical", Route: "checkout", Method: "/orders.v1.OrdersService/Checkout", Durations: h}
+	}
+	before := budget.Hops{Calls: []budget.HopObservation{call(hopHist(0, 50))}}   // 50 calls of about a second
+	after := budget.Hops{Calls: []budget.HopObservation{call(hopHist(1000, 50))}} // then 1000 of a few ms
+	s, err := suggestFrom(before, after, budget.Margin{Fixed: 100 * time.Millisecond}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]float64{}
-	for _, c := range s.Caps {
-		got[c.Hop] = c.CapMS
-		if c.Why == "" || c.Flag == "" {
-			t.Errorf("%s: no flag or no justification: %+v", c.Hop, c)
-		}
+	if len(s.Hops) != 1 {
+		t.Fatalf("hops %+v", s.Hops)
 	}
-	want := map[string]float64{"orders/shipping": 107, "orders/payments": 104, "gateway/orders": 107 + 104 + 100}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("caps %v, want %v", got, want)
+	h := s.Hops[0]
+	if h.Samples != 1000 || h.P99 > 5*time.Millisecond || h.Cap < 100*time.Millisecond || h.Cap > 110*time.Millisecond {
+		t.Errorf("orders → shipping: %d calls, p99 %v, cap %v; want the warm-up's 1000 calls, p99 within 5 ms, cap about 105 ms", h.Samples, h.P99, h.Cap)
 	}
-	if s.ConnectTimeoutMS != 100 {
-		t.Errorf("connect timeout %v ms, want 100", s.ConnectTimeoutMS)
+	if _, err := suggestFrom(before, before, budget.Margin{}, time.Second); !errors.Is(err, budget.ErrNoTraffic) {
+		t.Errorf("a warm-up with no calls: %v, want ErrNoTraffic", err)
 	}
-	if _, err := suggest(budget.Observed{}, time.Millisecond, time.Second); err == nil {
-		t.Error("a warm-up that measured nothing gave a suggestion")
+	var cfg shop.Config
+	if err := applySuggestion(s, &cfg); err != nil || cfg.Orders.ShippingCap != h.Cap {
+		t.Errorf("applied: %v, shipping cap %v, want %v", err, cfg.Orders.ShippingCap, h.Cap)
+	}
+	s.Hops[0].Setting = "--nope"
+	if err := applySuggestion(s, &cfg); err == nil {
+		t.Error("a setting the shop does not have was applied")
 	}
 }

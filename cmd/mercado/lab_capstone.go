@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/budget"
 	"github.com/mercado-lab/mercado/lab"
 )
 
@@ -28,7 +29,7 @@ func runCapstone(ctx context.Context, args []string, getenv func(string) string,
 	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "every client's deadline")
 	fs.DurationVar(&cfg.Patience, "patience", cfg.Patience, "how long past its deadline a client still waits before it hangs up")
 	fs.StringVar(&cfg.Carrier, "carrier", cfg.Carrier, "shipping's fault while the fault is on, in the --fault syntax")
-	fs.DurationVar(&cfg.Margin, "margin", cfg.Margin, "what the suggest step adds to each hop's healthy p99 to make its cap")
+	fs.Var(marginFlag{&cfg.Margin}, "margin", "what the suggest step adds to each hop's healthy p99 to make its cap: a duration such as 100ms, or a share such as 20%")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "each service's worker pool (shared by every route while bulkheads are off)")
 	fs.DurationVar(&cfg.BreakerOpen, "breaker-open", cfg.BreakerOpen, "how long an open breaker stays open")
 	reportFile := fs.String("report", "", "also write the HTML report, with charts across the stages, to this file")
@@ -75,4 +76,23 @@ func writeFile(name string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// marginFlag is a suggest margin as a flag: "100ms" or "20%".
+type marginFlag struct{ m *budget.Margin }
+
+func (f marginFlag) String() string {
+	if f.m == nil {
+		return ""
+	}
+	return f.m.String()
+}
+
+func (f marginFlag) Set(s string) error {
+	m, err := budget.ParseMargin(s)
+	if err != nil {
+		return err
+	}
+	*f.m = m
+	return nil
 }
