@@ -152,12 +152,12 @@ type capstoneStage struct {
 
 // capstoneStages are the four steps, each the one before with more on.
 func capstoneStages() []capstoneStage {
-	timeouts := capsOn + "connect_timeout=on"
+	timeouts := "caps=on,connect_timeout=on"
 	budget := timeouts + ",edge_deadline=on,clip_to_budget=on,admission=on,honour_cancel=on"
 	return []capstoneStage{
-		{name: "0 fragile", adds: "nothing: no read caps, no connect timeout, the deadline ignored", mode: fragile},
-		{name: "1 +timeouts", adds: "connect and read timeouts from the healthy p99", mode: fragile, overrides: timeouts, suggested: true},
-		{name: "2 +budget", adds: "the budget in the chain: edge deadline, clipping, floor, admission, cancellation", mode: fragile, overrides: budget, suggested: true},
+		{name: "0 fragile", adds: "nothing: no read caps, no connect timeout, the deadline ignored", mode: mode.Fragile},
+		{name: "1 +timeouts", adds: "connect and read timeouts from the healthy p99", mode: mode.Fragile, overrides: timeouts, suggested: true},
+		{name: "2 +budget", adds: "the budget in the chain: edge deadline, clipping, floor, admission, cancellation", mode: mode.Fragile, overrides: budget, suggested: true},
 		{name: "3 +isolation", adds: "bulkheads, breakers, budgeted retries, the outbox, idempotency (the budgeted preset)", mode: mode.Budgeted, suggested: true},
 	}
 }

@@ -17,8 +17,12 @@ import (
 // over the stage's whole run.
 type CapstoneStage struct {
 	Stage string `json:"stage"`
-	// Adds is what the stage switched on over the one before.
-	Adds string `json:"adds"`
+	// Adds is what the stage switched on over the one before; Mode and
+	// Mechanisms are how (the preset, and the switches on top of it in the
+	// --mechanisms syntax).
+	Adds       string `json:"adds"`
+	Mode       string `json:"mode"`
+	Mechanisms string `json:"mechanisms,omitempty"`
 	// Valid is false when the load generator fell behind its schedule:
 	// the figures then measure the generator as much as the shop.
 	Valid   bool   `json:"valid"`
@@ -101,12 +105,12 @@ func capstoneView(cfg CapstoneConfig, sugg budget.Suggestion, run loadtest.Resul
 			return CapstoneResult{}, err
 		}
 		row := CapstoneStage{
-			Stage: st.name, Adds: st.adds, Valid: mr.Valid, Invalid: mr.Invalid,
+			Stage: st.name, Adds: st.adds, Mode: string(st.mode), Mechanisms: st.overrides, Valid: mr.Valid, Invalid: mr.Invalid,
 			BrowseRequests: browse.Requests, BrowseSuccessRatio: browse.SuccessRatio, BrowseGoodputPerS: browse.Goodput,
 			CheckoutRequests: checkout.Requests, CheckoutGoodputPerS: checkout.Goodput,
 			CheckoutP99MS: checkout.P99MS, CheckoutP999MS: checkout.P999MS, CheckoutMaxMS: checkout.MaxMS,
 			BreakerOpens: int(mr.Server.BreakerOpens), LateWorkSeconds: mr.Server.LateWorkSeconds,
-			DuplicateCharges: int(mr.Server.DuplicateCharges), StoppedAtEnd: !capped(st, mech),
+			DuplicateCharges: int(mr.Server.DuplicateCharges), StoppedAtEnd: !mech.Caps,
 		}
 		peaks := map[string]int{}
 		for pool, series := range mr.PoolInFlight {

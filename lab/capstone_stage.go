@@ -47,7 +47,6 @@ func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg bu
 			return stageRun{}, err
 		}
 	}
-	withoutCaps(&shopCfg, st)
 	s, err := shop.Start(ctx, shopCfg, log)
 	if err != nil {
 		return stageRun{}, err
@@ -58,7 +57,7 @@ func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg bu
 	// the suggest step reads starts once those are behind it.
 	settled := time.AfterFunc(min(time.Second, cfg.WarmUp/3), func() { ss.warmStart(ctx) })
 	defer settled.Stop()
-	if !capped(st, mech) {
+	if !mech.Caps {
 		end := time.AfterFunc(sc.Length()+cfg.Deadline, func() { ss.stop(ctx, s) })
 		defer end.Stop()
 	}
