@@ -77,7 +77,7 @@ func TestComposeProject(t *testing.T) {
 	if p.Name != "mercado" {
 		t.Errorf("project name %q, want mercado (COMPOSE_PROJECT_NAME in .env)", p.Name)
 	}
-	want := []string{"catalog", "gateway", "grafana", "jaeger", "lab", "nginx", "orders", "payments", "postgres", "prometheus", "shipping"}
+	want := []string{"catalog", "gateway", "grafana", "jaeger", "lab", "netproxy", "nginx", "orders", "payments", "postgres", "prometheus", "shipping"}
 	if got := sortedKeys(p.Services); !slices.Equal(got, want) {
 		t.Errorf("services %v, want %v", got, want)
 	}
@@ -145,9 +145,63 @@ func mustAbs(t *testing.T, path string) string {
 	return abs
 }
 
+// netproxyLinks are the links the netproxy service proxies, by link name
+// ("orders-shipping"): the port it listens on for the link and the
+// address it passes the bytes to.
+func netproxyLinks(t *testing.T, p *types.Project) map[string][2]string {
+	t.Helper()
+	links := map[string][2]string{}
+	for part := range strings.SplitSeq(env(service(t, p, "netproxy"), "MERCADO_LINK"), ";") {
+		name, addrs, _ := strings.Cut(strings.TrimSpace(part), "=")
+		listen, upstream, ok := strings.Cut(addrs, ",")
+		if !ok {
+			t.Fatalf("netproxy: MERCADO_LINK part %q: want LINK=LISTEN,UPSTREAM", part)
+		}
+		links[name] = [2]string{port(t, listen), upstream}
+	}
+	return links
+}
+
+// TestComposeNetproxy: the wire runs `mercado serve netproxy`, locked
+// down like the services, with a link for every call between the
+// services, each passed to the callee's own port.
+func TestComposeNetproxy(t *testing.T) {
+	p := loadCompose(t)
+	s := service(t, p, "netproxy")
+	if want := []string{"serve", "netproxy"}; !slices.Equal(s.Command, want) {
+		t.Fatalf("command %v, want %v", s.Command, want)
+	}
+	reads := envNames(t, "serve", "netproxy")
+	for _, k := range sortedKeys(s.Environment) {
+		if strings.HasPrefix(k, "MERCADO_") && !reads[k] {
+			t.Errorf("environment %s: `mercado serve netproxy` reads no such variable (it reads %v)", k, sortedKeys(reads))
+		}
+	}
+	if !s.ReadOnly || !slices.Contains(s.CapDrop, "ALL") || s.Image != "mercado:dev" {
+		t.Errorf("not the locked-down mercado image: read_only=%t cap_drop=%v image %q", s.ReadOnly, s.CapDrop, s.Image)
+	}
+	defaults := mercadoServices()
+	links := netproxyLinks(t, p)
+	for _, link := range []string{"gateway-orders", "gateway-catalog", "orders-catalog", "orders-payments", "orders-shipping"} {
+		l, ok := links[link]
+		if !ok {
+			t.Errorf("no link %s", link)
+			continue
+		}
+		_, callee, _ := strings.Cut(link, "-")
+		if want := callee + ":" + port(t, defaults[callee].Addr); l[1] != want {
+			t.Errorf("%s passes to %s, want %s", link, l[1], want)
+		}
+	}
+	if len(links) != 5 {
+		t.Errorf("links %v, want the five calls between the services", sortedKeys(links))
+	}
+}
+
 // TestComposeWiring: every address a service is given points at the
-// compose service of that name, on the port that service listens on, and
-// the service waits until that one is healthy.
+// compose service of that name, on the port that service listens on, or
+// at the netproxy's port for the link from this service to that one; and
+// the service waits until the one it calls is healthy.
 func TestComposeWiring(t *testing.T) {
 	p := loadCompose(t)
 	defaults := mercadoServices()
@@ -155,6 +209,7 @@ func TestComposeWiring(t *testing.T) {
 	for name, c := range defaults {
 		listens[name] = port(t, c.Addr)
 	}
+	links := netproxyLinks(t, p)
 	for _, name := range sortedKeys(p.Services) {
 		s := p.Services[name]
 		for _, k := range sortedKeys(s.Environment) {
@@ -175,6 +230,21 @@ func TestComposeWiring(t *testing.T) {
 					continue
 				}
 			default:
+				continue
+			}
+			if host == "netproxy" {
+				// MERCADO_SHIPPING_ADDR of orders: the link orders-shipping.
+				callee := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(k, "MERCADO_"), "_ADDR"))
+				l, ok := links[name+"-"+callee]
+				if !ok || l[0] != prt {
+					t.Errorf("%s: %s=%q is not netproxy's port for the link %s-%s (links %v)", name, k, v, name, callee, links)
+				}
+				if d, ok := s.DependsOn[callee]; !ok || d.Condition != types.ServiceConditionHealthy {
+					t.Errorf("%s: calls %s through netproxy but does not wait until it is healthy", name, callee)
+				}
+				if d, ok := s.DependsOn[host]; !ok || d.Condition != types.ServiceConditionHealthy {
+					t.Errorf("%s: %s goes through netproxy, but it does not wait until netproxy is healthy", name, k)
+				}
 				continue
 			}
 			if listens[host] == "" {
@@ -217,7 +287,7 @@ func TestComposeWiring(t *testing.T) {
 // start alone.
 func TestComposeDependsOn(t *testing.T) {
 	p := loadCompose(t)
-	for _, name := range []string{"postgres", "gateway", "orders", "catalog", "payments", "shipping"} {
+	for _, name := range []string{"postgres", "gateway", "orders", "catalog", "payments", "shipping", "netproxy"} {
 		if s := service(t, p, name); s.HealthCheck == nil || len(s.HealthCheck.Test) == 0 || s.HealthCheck.Disable {
 			t.Errorf("%s has no health check", name)
 		}

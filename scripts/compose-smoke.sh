@@ -5,7 +5,9 @@
 # and nginx answers, browse (through nginx), check out (201, then the
 # same Idempotency-Key replayed), switch the mode through the gateway's
 # admin API and read the mode back from every service, check out again in
-# the new mode, optionally run the load test, and tear everything down
+# the new mode, slow the wire between orders and payments through the
+# netproxy and see it in a checkout's Server-Timing, clear it, optionally
+# run the load test, and tear everything down
 # (also when a step fails or the script is interrupted). From this machine
 # it talks to 127.0.0.1:8080 only; the admin calls run inside the gateway's
 # container, on the compose network.
@@ -115,11 +117,11 @@ started=true
 say "building the image (layers are reused while go.mod, go.sum and the sources are unchanged)"
 compose build gateway
 
-say "starting PostgreSQL and the five services"
+say "starting PostgreSQL, the five services and the wire (netproxy)"
 compose up -d
 
 say "waiting until every service is healthy"
-services="postgres catalog payments shipping orders gateway"
+services="postgres netproxy catalog payments shipping orders gateway"
 deadline=$((SECONDS + 180))
 while :; do
 	pending=""
@@ -222,6 +224,27 @@ say "and back to budgeted"
 mercado mode budgeted --admin http://127.0.0.1:9080
 expect_mode budgeted
 echo "mode switched: naive on all five, then budgeted on all five"
+
+# payments_ms: the payments hop's time in the last checkout's
+# Server-Timing, whole milliseconds.
+payments_ms() {
+	tr -d '\r' </tmp/compose-smoke.head | sed -n 's/^[Ss]erver-[Tt]iming: //p' | tr ',' '\n' |
+		sed -n 's/^ *payments;.*dur=\([0-9]*\).*/\1/p' | head -1
+}
+
+say "a network fault on the wire: the answers from payments to orders 150 ms late (netproxy; under the fraud screen's 300 ms cap, which shares the link)"
+mercado fault --network orders-payments latency=150ms --admin http://netproxy:9085
+code=$(checkout "\"smoke-wire-$(date +%s)-$$\"")
+slow=$(payments_ms)
+echo "checkout with the wire slow: $code, payments hop ${slow:-?} ms"
+[ "$code" = 201 ] || fail "checkout with orders-payments 150 ms late answered $code, want 201"
+[ "${slow:-0}" -ge 150 ] || fail "the payments hop took ${slow:-?} ms with the wire 150 ms late, want at least 150"
+mercado fault --network orders-payments --clear --admin http://netproxy:9085
+code=$(checkout "\"smoke-wire-clear-$(date +%s)-$$\"")
+fast=$(payments_ms)
+echo "checkout with the wire cleared: $code, payments hop ${fast:-?} ms"
+[ "$code" = 201 ] || fail "checkout after clearing the network fault answered $code, want 201"
+[ "${fast:-150}" -lt 150 ] || fail "the payments hop still took ${fast:-?} ms after the network fault was cleared"
 
 if $lab; then
 	say "the load test: $COMPOSE run --rm lab"
