@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/mode"
@@ -27,9 +29,10 @@ type CapacityConfig struct {
 	P99 time.Duration
 	// Step is how long each rate is held.
 	Step time.Duration
-	// Start is the first rate tried; it doubles until a rate fails, then
-	// Refine halvings narrow the gap between the last good rate and the
-	// first bad one.
+	// Start is the first rate tried. While rates hold it doubles (up to
+	// Max) until one fails; if Start itself fails it halves until a rate
+	// holds. Then Refine bisections narrow the gap between the highest
+	// rate that held and the lowest that failed.
 	Start  float64
 	Max    float64
 	Refine int
@@ -156,34 +159,17 @@ func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progres
 			say("%-9s %6.0f/s  p50 %6.1f ms  p99 %7.1f ms  %s", m, rate, st.P50MS, st.P99MS, verdict)
 			return st, nil
 		}
-		lo, hi := 0.0, 0.0 // the highest good rate, the lowest bad one
-		for rate := cfg.Start; rate <= cfg.Max; rate *= 2 {
+		if err := warmUp(ctx, cfg, m, log, say); err != nil {
+			return CapacityResult{}, err
+		}
+		top, err := searchRate(cfg, func(rate float64) (bool, error) {
 			st, err := hold(rate)
-			if err != nil {
-				return CapacityResult{}, err
-			}
-			if !st.Sustained {
-				hi = rate
-				break
-			}
-			lo = rate
+			return st.Sustained, err
+		})
+		if err != nil {
+			return CapacityResult{}, err
 		}
-		for range cfg.Refine {
-			if hi == 0 || lo == 0 {
-				break
-			}
-			mid := math.Round((lo + hi) / 2)
-			st, err := hold(mid)
-			if err != nil {
-				return CapacityResult{}, err
-			}
-			if st.Sustained {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
-		cm.MaxRate = lo
+		cm.MaxRate = top
 		if good > 0 {
 			cm.CPUSecondsPerCheckout = cpu / float64(good)
 		}
@@ -216,6 +202,133 @@ func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progres
 	return res, nil
 }
 
+// minRate is the lowest rate the search goes down to.
+const minRate = 1
+
+// searchRate finds the highest rate for which hold reports true. From
+// cfg.Start it doubles while rates hold, or halves while they fail, so
+// the figure does not depend on where the search began; then cfg.Refine
+// bisections narrow the gap between the highest rate that held and the
+// lowest that failed. It returns 0 only when even minRate fails.
+func searchRate(cfg CapacityConfig, hold func(rate float64) (bool, error)) (float64, error) {
+	lo, hi := 0.0, 0.0 // the highest rate that held, the lowest that failed
+	rate := cfg.Start
+	ok, err := hold(rate)
+	if err != nil {
+		return 0, err
+	}
+	if ok {
+		lo = rate
+		for hi == 0 && rate*2 <= cfg.Max {
+			rate *= 2
+			if ok, err = hold(rate); err != nil {
+				return 0, err
+			}
+			if ok {
+				lo = rate
+			} else {
+				hi = rate
+			}
+		}
+	} else {
+		hi = rate
+		for lo == 0 && rate > minRate {
+			rate = max(math.Round(rate/2), minRate)
+			if ok, err = hold(rate); err != nil {
+				return 0, err
+			}
+			if ok {
+				lo = rate
+			} else {
+				hi = rate
+			}
+		}
+	}
+	for range cfg.Refine {
+		mid := math.Round((lo + hi) / 2)
+		if lo == 0 || hi == 0 || mid == lo || mid == hi {
+			break
+		}
+		if ok, err = hold(mid); err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
+
+// warmUp sends checkouts through a shop that is then thrown away, before
+// a mode's first step, so that no step pays for a cold store: a fresh
+// PostgreSQL database's migrations, empty caches and first table pages.
+// Each step still warms its own fresh shop (connections, prepared
+// statements) at its own rate before it measures.
+func warmUp(ctx context.Context, cfg CapacityConfig, m mode.Mode, log *slog.Logger, say func(string, ...any)) error {
+	rate := min(cfg.Start, warmRate)
+	say("%-9s %6.0f/s  for %.1f s to warm the store and the shop (not counted)", m, rate, cfg.Step.Seconds())
+	s, err := startCapacityShop(ctx, cfg, m, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := s.Stop(); err != nil {
+			log.Warn("stopping the shop", "err", err)
+		}
+	}()
+	if err := warmConnections(ctx, s.GatewayURL(), fmt.Sprintf("warmup-conns-%s", m)); err != nil {
+		return err
+	}
+	c := loadtest.Class{Name: "checkout", Rate: rate, Deadline: cfg.Deadline, Request: loadtest.CheckoutRequest(fmt.Sprintf("warmup-%s", m))}
+	_, err = loadtest.Run(ctx, loadtest.Options{Base: s.GatewayURL(), Duration: cfg.Step}, c)
+	return err
+}
+
+// warmConnections sends warmRounds rounds of warmConns checkouts at once,
+// so that every connection of every service's database pool is opened
+// and has run a checkout's statements (its server process's caches, the
+// driver's prepared statements) before anything is measured. A timed
+// warm-up alone leaves most of them cold at a low rate: a few checkouts a
+// second spread over ten fresh connections a service each paid for the
+// cold connections in every checkout. Their answers are not judged.
+func warmConnections(ctx context.Context, base, keyPrefix string) error {
+	request := loadtest.CheckoutRequest(keyPrefix)
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	seq := uint64(0)
+	for range warmRounds {
+		var wg sync.WaitGroup
+		for range warmConns {
+			seq++
+			target := request(base, seq)
+			wg.Go(func() {
+				req, err := target.Request()
+				if err != nil {
+					return
+				}
+				resp, err := client.Do(req.WithContext(ctx))
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			})
+		}
+		wg.Wait()
+	}
+	return ctx.Err()
+}
+
+// warmConns is the checkouts warmConnections sends at once: a service's
+// pool as the capacity lab sizes it (see startCapacityShop).
+const warmConns, warmRounds = capacityDBConns, 3
+
+// warmRate is the highest rate warmUp sends at: gentle enough for a cold
+// PostgreSQL store on two cores.
+const warmRate = 25
+
 func (r CapacityResult) mode(m mode.Mode) *CapacityMode {
 	i := slices.IndexFunc(r.Modes, func(c CapacityMode) bool { return c.Mode == string(m) })
 	if i < 0 {
@@ -224,9 +337,10 @@ func (r CapacityResult) mode(m mode.Mode) *CapacityMode {
 	return &r.Modes[i]
 }
 
-// holdRateFresh holds one rate on a freshly started shop, after a short
-// warm-up at that rate that is not counted: each step measures the rate
-// itself, not the backlog or the heap a failed step before it left.
+// holdRateFresh holds one rate on a freshly started shop, after a
+// warm-up that is not counted (every connection used, then a short run
+// at that rate): each step measures the rate itself, not a cold shop, nor
+// the backlog or the heap a failed step before it left.
 func holdRateFresh(ctx context.Context, cfg CapacityConfig, m mode.Mode, rate float64, log *slog.Logger) (CapacityStep, error) {
 	s, err := startCapacityShop(ctx, cfg, m, log)
 	if err != nil {
@@ -237,6 +351,9 @@ func holdRateFresh(ctx context.Context, cfg CapacityConfig, m mode.Mode, rate fl
 			log.Warn("stopping the shop", "err", err)
 		}
 	}()
+	if err := warmConnections(ctx, s.GatewayURL(), fmt.Sprintf("conns-%s-%v", m, rate)); err != nil {
+		return CapacityStep{}, err
+	}
 	warm := loadtest.Class{Name: "checkout", Rate: rate, Deadline: cfg.Deadline, Request: loadtest.CheckoutRequest(fmt.Sprintf("warm-%s-%v", m, rate))}
 	if _, err := loadtest.Run(ctx, loadtest.Options{Base: s.GatewayURL(), Duration: min(time.Second, cfg.Step/5)}, warm); err != nil {
 		return CapacityStep{}, err
@@ -247,13 +364,16 @@ func holdRateFresh(ctx context.Context, cfg CapacityConfig, m mode.Mode, rate fl
 	return st, err
 }
 
+// capacityDBConns is each service's database pool in the capacity lab.
+const capacityDBConns = 10
+
 func startCapacityShop(ctx context.Context, cfg CapacityConfig, m mode.Mode, log *slog.Logger) (*shop.Shop, error) {
 	sc := shop.EphemeralConfig()
 	sc.Shared.Mode, sc.Shared.Margin, sc.Shared.Floor = m, serve.DefaultMargin, serve.DefaultFloor
 	sc.Shared.DrainTimeout = time.Second
 	sc.Shared.Overrides = cfg.Mechanisms
 	if cfg.DatabaseURL != "" {
-		sc.Shared.DatabaseURL, sc.Shared.DBMaxConns = cfg.DatabaseURL, 10
+		sc.Shared.DatabaseURL, sc.Shared.DBMaxConns = cfg.DatabaseURL, capacityDBConns
 	}
 	return shop.Start(ctx, sc, log)
 }

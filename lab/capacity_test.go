@@ -2,7 +2,9 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,8 +43,8 @@ func TestCapacitySearch(t *testing.T) {
 	if o == nil || o.Rate != 10 || o.ThroughputRatio != 1 || o.NaiveP50MS <= 0 || o.BudgetedP50MS <= 0 {
 		t.Fatalf("overhead %+v, want both modes measured at 10/s", o)
 	}
-	if len(lines) != 6 {
-		t.Errorf("progress lines %q, want one per step and per comparison", lines)
+	if len(lines) != 8 || !strings.Contains(lines[0], "warm the store") {
+		t.Errorf("progress lines %q, want a warm-up per mode, then one per step and per comparison", lines)
 	}
 	var b strings.Builder
 	res.WriteTable(&b)
@@ -53,9 +55,10 @@ func TestCapacitySearch(t *testing.T) {
 	}
 }
 
-// TestCapacityStopsAtTheFirstFailure: a bound nothing meets fails the
-// first rate, so there is nothing to refine, no maximum and no overhead.
-func TestCapacityStopsAtTheFirstFailure(t *testing.T) {
+// TestCapacityFindsNothingWhenNoRateHolds: a bound nothing meets fails
+// the first rate, so the search halves down to 1/s and reports no
+// maximum and no overhead.
+func TestCapacityFindsNothingWhenNoRateHolds(t *testing.T) {
 	cfg := DefaultCapacity()
 	cfg.Modes = []mode.Mode{mode.Budgeted}
 	cfg.Start, cfg.Max, cfg.Step, cfg.P99 = 10, 80, 500*time.Millisecond, time.Millisecond
@@ -65,8 +68,92 @@ func TestCapacityStopsAtTheFirstFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := res.Modes[0]
-	if len(m.Steps) != 1 || m.Steps[0].Sustained || m.MaxRate != 0 || res.Overhead != nil {
-		t.Errorf("result %+v, want one failed step and no maximum", res)
+	var rates []float64
+	for _, s := range m.Steps {
+		rates = append(rates, s.Rate)
+		if s.Sustained {
+			t.Errorf("step %+v sustained under a 1 ms bound", s)
+		}
+	}
+	if !slices.Equal(rates, []float64{10, 5, 3, 2, 1}) || m.MaxRate != 0 || res.Overhead != nil {
+		t.Errorf("rates %v, result %+v; want 10, 5, 3, 2, 1/s all failed and no maximum", rates, res)
+	}
+}
+
+// fakeShop holds every rate up to its capacity: a step function for the
+// search alone, that records the rates it was asked for.
+type fakeShop struct {
+	capacity float64
+	tried    []float64
+}
+
+func (f *fakeShop) hold(rate float64) (bool, error) {
+	f.tried = append(f.tried, rate)
+	return rate <= f.capacity, nil
+}
+
+// TestSearchRateFromFarAboveCapacity: a first rate far above what the
+// shop holds halves until one holds, then bisects up, so the figure is
+// non-zero and close to the one a search from below finds.
+func TestSearchRateFromFarAboveCapacity(t *testing.T) {
+	cfg := DefaultCapacity()
+	cfg.Max, cfg.Refine = 20_000, 3
+	found := map[float64]float64{}
+	for _, start := range []float64{25, 100, 5000} {
+		cfg.Start = start
+		f := &fakeShop{capacity: 300}
+		got, err := searchRate(cfg, f.hold)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Three bisections of a factor-of-two gap leave it an eighth wide.
+		if got > f.capacity || got < f.capacity*7/8 {
+			t.Errorf("start %v/s: found %v/s (tried %v), want within an eighth below 300/s", start, got, f.tried)
+		}
+		found[start] = got
+	}
+	f := &fakeShop{capacity: 300}
+	cfg.Start = 5000
+	if _, err := searchRate(cfg, f.hold); err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{5000, 2500, 1250, 625, 313, 157, 235, 274, 294}
+	if !slices.Equal(f.tried, want) {
+		t.Errorf("from 5000/s tried %v, want %v (halving, then bisecting 157 to 313)", f.tried, want)
+	}
+	t.Logf("found from each start: %v", found)
+}
+
+func TestSearchRateEdges(t *testing.T) {
+	cfg := DefaultCapacity()
+	cfg.Start, cfg.Max, cfg.Refine = 100, 800, 3
+	for name, tc := range map[string]struct {
+		capacity float64
+		want     float64
+		tried    []float64
+	}{
+		"every rate holds":      {capacity: 10_000, want: 800, tried: []float64{100, 200, 400, 800}},
+		"nothing holds":         {capacity: 0, want: 0, tried: []float64{100, 50, 25, 13, 7, 4, 2, 1}},
+		"only 1/s holds":        {capacity: 1, want: 1, tried: []float64{100, 50, 25, 13, 7, 4, 2, 1}},
+		"the start is the knee": {capacity: 100, want: 100, tried: []float64{100, 200, 150, 125, 113}},
+	} {
+		f := &fakeShop{capacity: tc.capacity}
+		got, err := searchRate(cfg, f.hold)
+		if err != nil || got != tc.want || !slices.Equal(f.tried, tc.tried) {
+			t.Errorf("%s: found %v (%v) after %v, want %v after %v", name, got, err, f.tried, tc.want, tc.tried)
+		}
+	}
+	broken := errors.New("the shop did not start")
+	calls := 0
+	_, err := searchRate(cfg, func(float64) (bool, error) {
+		calls++
+		if calls == 2 {
+			return false, broken
+		}
+		return true, nil
+	})
+	if !errors.Is(err, broken) || calls != 2 {
+		t.Errorf("err %v after %d steps, want the second step's error to end the search", err, calls)
 	}
 }
 
