@@ -47,22 +47,21 @@ func TestNetworkPutsAProxyOnEveryLink(t *testing.T) {
 }
 
 // TestStalledShippingLink is the network's stall between orders and
-// shipping, both modes, with a shipping call whose own cap never fires
-// (an hour: the fragile system's "no timeout"). The connection orders
-// holds to shipping stops carrying data, and its socket stays open:
-// nothing but a deadline ends the wait. Naive has none, and the checkout
-// waits until the client gives up (the harness, at 3 s); budgeted answers
-// within the checkout's 1 s deadline (the shipment left to the outbox).
+// shipping, in the fragile and the budgeted presets. The connection
+// orders holds to shipping stops carrying data, and its socket stays
+// open: nothing but a deadline ends the wait. Fragile has none (no read
+// cap, no budget), and the checkout waits until the client gives up (the
+// harness, at 3 s); budgeted answers within the checkout's 1 s deadline
+// (the shipment left to the outbox).
 func TestStalledShippingLink(t *testing.T) {
 	const deadline = time.Second
 	const harness = 3 * time.Second
-	for _, m := range []mode.Mode{mode.Naive, mode.Budgeted} {
+	for _, m := range []mode.Mode{mode.Fragile, mode.Budgeted} {
 		t.Run(string(m), func(t *testing.T) {
 			cfg := shop.EphemeralConfig()
 			cfg.Network = true
 			cfg.Shared.Mode = m
-			cfg.Orders.ShippingCap = time.Hour
-			cfg.Shared.DrainTimeout = 200 * time.Millisecond // the naive call to shipping never ends
+			cfg.Shared.DrainTimeout = 200 * time.Millisecond // the fragile call to shipping never ends
 			s := startShop(t, cfg)
 			// One checkout first: orders' connection to shipping is open
 			// and in use when the stall comes.
@@ -79,9 +78,9 @@ func TestStalledShippingLink(t *testing.T) {
 			start := time.Now()
 			a, err := postCheckout(ctx, http.DefaultClient, s.GatewayURL(), fmt.Sprintf("stall-%s", m), checkoutBody, fmt.Sprint(deadline.Milliseconds()))
 			took := time.Since(start)
-			if m == mode.Naive {
+			if m == mode.Fragile {
 				if !errors.Is(err, context.DeadlineExceeded) {
-					t.Fatalf("naive checkout over a stalled link: %d %s after %v (%v); want it still waiting when the harness gave up at %v",
+					t.Fatalf("fragile checkout over a stalled link: %d %s after %v (%v); want it still waiting when the harness gave up at %v",
 						a.code, a.body, took, err, harness)
 				}
 				return
