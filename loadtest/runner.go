@@ -489,6 +489,21 @@ func sampleGauges(ctx context.Context, shop Shop, mr *ModeResult, start time.Tim
 	}
 }
 
+// grown is how much each counter of after grew since before, for the
+// counters that grew; nil when none did.
+func grown(before, after map[string]float64) map[string]float64 {
+	var out map[string]float64
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[k] = d
+		}
+	}
+	return out
+}
+
 // serverFigures are the services' counters' growth over the run; requests
 // is how many the generator sent.
 func serverFigures(before, after Counters, requests int) ServerFigures {
@@ -503,14 +518,7 @@ func serverFigures(before, after Counters, requests int) ServerFigures {
 		Calls:            map[string]float64{},
 		Amplification:    map[string]float64{},
 	}
-	for m, v := range after.Methods {
-		if d := v - before.Methods[m]; d > 0 {
-			if s.MethodCalls == nil {
-				s.MethodCalls = map[string]float64{}
-			}
-			s.MethodCalls[m] = d
-		}
-	}
+	s.MethodCalls = grown(before.Methods, after.Methods)
 	for hop, h := range after.Hops {
 		if n := h.Total() - before.Hops[hop].Total(); n > 0 {
 			if s.HopCalls == nil {
@@ -534,30 +542,9 @@ func serverFigures(before, after Counters, requests int) ServerFigures {
 			s.Skipped[reason] = d
 		}
 	}
-	for svc, v := range after.InsufficientBudget {
-		if d := v - before.InsufficientBudget[svc]; d > 0 {
-			if s.InsufficientBudget == nil {
-				s.InsufficientBudget = map[string]float64{}
-			}
-			s.InsufficientBudget[svc] = d
-		}
-	}
-	for hop, v := range after.HopTimeouts {
-		if d := v - before.HopTimeouts[hop]; d > 0 {
-			if s.HopTimeouts == nil {
-				s.HopTimeouts = map[string]float64{}
-			}
-			s.HopTimeouts[hop] = d
-		}
-	}
-	for hop, v := range after.HopBreakerOpens {
-		if d := v - before.HopBreakerOpens[hop]; d > 0 {
-			if s.HopBreakerOpens == nil {
-				s.HopBreakerOpens = map[string]float64{}
-			}
-			s.HopBreakerOpens[hop] = d
-		}
-	}
+	s.InsufficientBudget = grown(before.InsufficientBudget, after.InsufficientBudget)
+	s.HopTimeouts = grown(before.HopTimeouts, after.HopTimeouts)
+	s.HopBreakerOpens = grown(before.HopBreakerOpens, after.HopBreakerOpens)
 	for svc, v := range after.Requests {
 		if svc == "gateway" {
 			continue
