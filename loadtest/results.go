@@ -1,5 +1,14 @@
 package loadtest
 
+import (
+	"maps"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/mode"
+)
+
 // Results is one scenario run: every mode, measured. It is what the
 // results JSON file holds and what the HTML report draws.
 type Results struct {
@@ -10,6 +19,35 @@ type Results struct {
 	Modes     []ModeResult `json:"modes"`
 	// Checks are the scenario's claims, measured against this run.
 	Checks []CheckResult `json:"checks,omitempty"`
+	// Settings are what the run was asked to do and where it ran.
+	Settings RunSettings `json:"settings"`
+}
+
+// RunSettings are a run's settings, stated on its report: the clients'
+// deadline and traffic, the shop's size, and the machine that ran it.
+type RunSettings struct {
+	DeadlineMS float64 `json:"deadline_ms"`
+	PatienceMS float64 `json:"patience_ms"`
+	// Classes are each class's base rate and deadline; a phase may set
+	// other rates (PhaseSpan.Rates).
+	Classes []ClassSetting `json:"classes"`
+	// Workers and BreakerOpenMS size an in-process shop (0: the shop's
+	// defaults, or a running deployment's own).
+	Workers       int     `json:"workers,omitempty"`
+	BreakerOpenMS float64 `json:"breaker_open_ms,omitempty"`
+	// Mechanisms are the switches applied on top of every mode.
+	Mechanisms string `json:"mechanisms,omitempty"`
+	// The machine the generator ran on (and the shop, in-process).
+	CPUs       int    `json:"cpus"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	GoVersion  string `json:"go_version"`
+}
+
+// ClassSetting is one traffic class's base rate and its clients' deadline.
+type ClassSetting struct {
+	Class      string  `json:"class"`
+	Rate       float64 `json:"rate"`
+	DeadlineMS float64 `json:"deadline_ms"`
 }
 
 // Passed reports whether every check passed (true when there are none).
@@ -47,6 +85,10 @@ type ModeResult struct {
 	// PoolCapacity is each pool's slots, by "service/pool": with
 	// PoolInFlight, how full it was (the pool_peak_use figure).
 	PoolCapacity map[string]float64 `json:"pool_capacity,omitempty"`
+	// Mechanisms are the switches in force in this mode: its preset with
+	// the scenario's overrides. Nil in results written before they were
+	// recorded.
+	Mechanisms *mode.Mechanisms `json:"mechanisms,omitempty"`
 }
 
 // PhaseSpan is when one phase ran, and the faults it applied.
@@ -61,6 +103,8 @@ type PhaseSpan struct {
 	// network faults by link, when it set any.
 	Faults  map[string]string `json:"faults,omitempty"`
 	Network map[string]string `json:"network,omitempty"`
+	// Rates are the class rates the phase set instead of the base ones.
+	Rates map[string]float64 `json:"rates,omitempty"`
 	// Classes summarise each class over the requests the phase sent (by
 	// intended send time), with goodput per second of the phase.
 	Classes []Summary `json:"classes"`
@@ -124,4 +168,18 @@ type ServerFigures struct {
 	// CPUSecondsPerGoodCheckout is the process's CPU time during the run
 	// divided by checkouts answered well in time (in-process runs only).
 	CPUSecondsPerGoodCheckout float64 `json:"cpu_seconds_per_good_checkout,omitempty"`
+}
+
+// Settings are the run's settings as its report states them, on this
+// machine.
+func (s Scenario) Settings() RunSettings {
+	out := RunSettings{
+		DeadlineMS: ms(time.Duration(s.Deadline)), PatienceMS: ms(time.Duration(s.Patience)),
+		Workers: s.Shop.Workers, BreakerOpenMS: ms(time.Duration(s.Shop.BreakerOpen)), Mechanisms: s.Shop.Mechanisms,
+		CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Classes)) {
+		out.Classes = append(out.Classes, ClassSetting{Class: name, Rate: s.Classes[name].Rate, DeadlineMS: ms(s.DeadlineOf(name))})
+	}
+	return out
 }

@@ -45,7 +45,8 @@ const (
 // RunScenario runs sc against shop once per mode, switching the whole shop
 // between modes.
 func RunScenario(ctx context.Context, sc Scenario, shop Shop, o RunOptions) (Results, error) {
-	res := Results{Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), StartedAt: time.Now().UTC().Format(time.RFC3339)}
+	res := Results{Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), StartedAt: time.Now().UTC().Format(time.RFC3339),
+		Settings: sc.Settings()}
 	nonce := make([]byte, 4)
 	_, _ = rand.Read(nonce)
 	for i, m := range sc.Modes {
@@ -82,7 +83,8 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	}
 	orderID := seedOrder(ctx, shop.URL(), string(m)+"-"+nonce)
 
-	mr := ModeResult{Mode: string(m), Valid: true, Series: map[string][]Second{},
+	mechanisms := m.Mechanisms().Apply(overrides)
+	mr := ModeResult{Mode: string(m), Valid: true, Series: map[string][]Second{}, Mechanisms: &mechanisms,
 		PoolInFlight: map[string][]float64{}, BreakerState: map[string][]float64{}, PoolCapacity: map[string]float64{}}
 	before, err := shop.Counters(ctx)
 	if err != nil {
@@ -127,7 +129,7 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	all := map[string][]Sample{}
 	for i, p := range sc.Phases {
 		span := PhaseSpan{Name: p.Name, StartS: phased[i].start.Seconds(), EndS: (phased[i].start + time.Duration(p.Duration)).Seconds(), Faulty: len(p.Faults) > 0 || len(p.Network) > 0,
-			Faults: p.Faults, Network: p.Network}
+			Faults: p.Faults, Network: p.Network, Rates: p.Rates}
 		sent := 0
 		for _, name := range slices.Sorted(maps.Keys(phased[i].samples)) {
 			got := phased[i].samples[name]
