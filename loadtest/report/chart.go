@@ -26,6 +26,11 @@ type lineChart struct {
 	// YTicks, when set, replace the numeric y ticks (named levels such as
 	// a breaker's states).
 	YTicks []chartTick
+	// Rules are labelled horizontal lines: the deadline on a latency
+	// chart. An automatic y axis reaches the highest of them.
+	Rules []chartTick
+	// PlotH is the plot area's height; chartPlotH when zero.
+	PlotH float64
 }
 
 // chartSeries is one line. A NaN y leaves a gap (no data that second).
@@ -98,6 +103,15 @@ func (c lineChart) svg() template.HTML {
 			xmax = max(xmax, b.To)
 		}
 	}
+	for _, r := range c.Rules {
+		if auto && isFinite(r.At) {
+			ymax = max(ymax, r.At)
+		}
+	}
+	plotH := c.PlotH
+	if plotH <= 0 {
+		plotH = chartPlotH
+	}
 	if !(xmax > 0) {
 		xmax = 1
 	}
@@ -127,10 +141,10 @@ func (c lineChart) svg() template.HTML {
 		top += chartFont + 8 // a strip above the plot for the bands' labels
 	}
 	plotW := chartW - left - chartRightPad
-	height := top + chartPlotH + chartBottom
+	height := top + plotH + chartBottom
 
 	x := func(v float64) float64 { return left + v/xEnd*plotW }
-	y := func(v float64) float64 { return top + (1-(v-ymin)/(ymax-ymin))*chartPlotH }
+	y := func(v float64) float64 { return top + (1-(v-ymin)/(ymax-ymin))*plotH }
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %s %s" width="100%%" role="img" font-family="system-ui, sans-serif" font-size="%s">`,
@@ -144,7 +158,7 @@ func (c lineChart) svg() template.HTML {
 			continue
 		}
 		fmt.Fprintf(&b, `<rect class="fault" x="%s" y="%s" width="%s" height="%s" fill="#000000" fill-opacity="0.10"/>`,
-			svgNum(x(from)), svgNum(top), svgNum(x(to)-x(from)), svgNum(chartPlotH))
+			svgNum(x(from)), svgNum(top), svgNum(x(to)-x(from)), svgNum(plotH))
 		fmt.Fprintf(&b, `<text x="%s" y="%s" fill="#333333" font-size="%s" font-style="italic">%s</text>`,
 			svgNum(x(from)+4), svgNum(top-8), svgNum(chartFont*0.9), svgText(band.Label))
 	}
@@ -159,20 +173,30 @@ func (c lineChart) svg() template.HTML {
 		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="end" dominant-baseline="middle">%s</text>`,
 			svgNum(left-10), svgNum(y(t.At)), svgText(t.Label))
 	}
+	// Reference lines, labelled at their right end.
+	for _, r := range c.Rules {
+		if !isFinite(r.At) || r.At < ymin || r.At > ymax {
+			continue
+		}
+		fmt.Fprintf(&b, `<line class="rule" x1="%s" y1="%s" x2="%s" y2="%s" stroke="#000000" stroke-width="3" stroke-dasharray="10 6"/>`,
+			svgNum(left), svgNum(y(r.At)), svgNum(left+plotW), svgNum(y(r.At)))
+		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="end" font-weight="bold" stroke="#ffffff" stroke-width="6" paint-order="stroke">%s</text>`,
+			svgNum(left+plotW-6), svgNum(y(r.At)-8), svgText(r.Label))
+	}
 	// X ticks.
 	for _, t := range numericTicks(0, xEnd, xStep) {
 		fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#333333" stroke-width="2"/>`,
-			svgNum(x(t.At)), svgNum(top+chartPlotH), svgNum(x(t.At)), svgNum(top+chartPlotH+8))
+			svgNum(x(t.At)), svgNum(top+plotH), svgNum(x(t.At)), svgNum(top+plotH+8))
 		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`,
-			svgNum(x(t.At)), svgNum(top+chartPlotH+8+chartFont), svgText(t.Label))
+			svgNum(x(t.At)), svgNum(top+plotH+8+chartFont), svgText(t.Label))
 	}
 	// Axes.
 	fmt.Fprintf(&b, `<path d="M%s %sV%sH%s" fill="none" stroke="#333333" stroke-width="2"/>`,
-		svgNum(left), svgNum(top), svgNum(top+chartPlotH), svgNum(left+plotW))
+		svgNum(left), svgNum(top), svgNum(top+plotH), svgNum(left+plotW))
 	fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`,
 		svgNum(left+plotW/2), svgNum(height-14), svgText(c.XLabel))
 	fmt.Fprintf(&b, `<text transform="translate(%s %s) rotate(-90)" text-anchor="middle">%s</text>`,
-		svgNum(chartFont+4), svgNum(top+chartPlotH/2), svgText(c.YLabel))
+		svgNum(chartFont+4), svgNum(top+plotH/2), svgText(c.YLabel))
 
 	// Series, reference lines under measured ones.
 	drawn := false
@@ -197,7 +221,7 @@ func (c lineChart) svg() template.HTML {
 	}
 	if !drawn {
 		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle" fill="#555555">no data</text>`,
-			svgNum(left+plotW/2), svgNum(top+chartPlotH/2))
+			svgNum(left+plotW/2), svgNum(top+plotH/2))
 	}
 
 	// Legend.

@@ -15,11 +15,15 @@ import (
 
 // WriteHTML writes the run as one self-contained HTML page: no scripts,
 // fonts or stylesheets from elsewhere, so it opens offline and can be
-// mailed or projected as it is. It holds the scenario, each mode's
-// validity, the side-by-side table per class and of the servers' own
-// figures, and inline SVG time charts (p99 latency and goodput per
-// class, pool in flight and breaker state per mode) with the fault
-// windows shaded.
+// mailed or projected as it is. Its first screen tells the story: the
+// verdict in one sentence, the headline figures of every mode and the
+// goodput chart with the fault shaded. Below come the run's settings
+// (deadline, rates, faults, each mode's mechanisms, the machine), the
+// checks, each mode's validity, the side-by-side tables per class, per
+// phase and of the servers' own figures, and inline SVG time charts (p99
+// latency against the deadline and goodput per class, pools and
+// bulkheads against their capacity, and breaker state for the modes that
+// have breakers) with the fault windows shaded.
 func WriteHTML(w io.Writer, r loadtest.Results) error {
 	return reportPage.Execute(w, newHTMLReport(r))
 }
@@ -31,6 +35,13 @@ type htmlReport struct {
 	Invalid []string
 	Runs    []htmlRun
 	Charts  []chartGroup
+	// Story is the first screen: the verdict, the headline figures and
+	// the goodput chart with the fault band.
+	Story *story
+	// Settings are the run's settings in words, and Mechanisms the
+	// switches each mode had on.
+	Settings   []setting
+	Mechanisms mechanismTable
 	// Lead, when set, is a lab's own summary above the rest.
 	Lead *Lead
 }
@@ -96,18 +107,23 @@ func newHTMLReport(r loadtest.Results) htmlReport {
 	}
 
 	latency := chartGroup{Title: "p99 latency over time",
-		Note:  "The 99th percentile of latency from the intended send time, per second of sends. Grey bands are fault windows; a gap means no requests that second.",
+		Note:  "The 99th percentile of latency from the intended send time, per second of sends; the dashed black line is the clients' deadline. Grey bands are fault windows; a gap means no requests that second.",
 		Empty: "No per-second series were recorded."}
 	goodput := chartGroup{Title: "Goodput over time",
-		Note:  "Answers that succeeded within the client's deadline, per second of sends. The thin grey line is the load offered.",
+		Note:  "Answers that succeeded within the client's deadline, per second of sends. The thin grey line is the load offered. A second the schedule covers only in part (a short run's last) is left out: its few sends would read as a collapse; they count in the tables.",
 		Empty: "No per-second series were recorded."}
+	headline := headlineClass(modes)
+	var story chartFigure
 	for _, class := range classes {
 		lat := lineChart{Title: "p99 latency, " + class, XLabel: "time since start of run (s)", YLabel: "p99 latency (ms)", Shade: faults, XMax: xmax}
+		if d := classDeadline(r.Settings, class); d > 0 {
+			lat.Rules = []chartTick{{At: d, Label: "deadline " + num(d, 0) + " ms"}}
+		}
 		good := lineChart{Title: "goodput, " + class, XLabel: "time since start of run (s)", YLabel: "good answers per second", Shade: faults, XMax: xmax}
 		for i, m := range modes {
 			colour, dash := seriesStyle(i)
 			var p99, ok []chartPoint
-			for _, s := range m.Series[class] {
+			for _, s := range scheduled(m, m.Series[class]) {
 				x := float64(s.T) + 0.5 // the middle of the second
 				y := s.P99MS
 				if s.Requests == 0 {
@@ -122,75 +138,142 @@ func newHTMLReport(r loadtest.Results) htmlReport {
 		if len(modes) > 0 {
 			// The schedule is the same in every mode: one offered line.
 			var offered []chartPoint
-			for _, s := range modes[0].Series[class] {
+			for _, s := range scheduled(modes[0], modes[0].Series[class]) {
 				offered = append(offered, chartPoint{float64(s.T) + 0.5, float64(s.Requests)})
 			}
 			good.Series = append(good.Series, chartSeries{Name: "offered (requests/s)", Colour: "#888888", Dash: "3 5", Thin: true, Points: offered})
 		}
 		latency.Figures = append(latency.Figures, chartFigure{Title: class, SVG: lat.svg()})
 		goodput.Figures = append(goodput.Figures, chartFigure{Title: class, SVG: good.svg()})
+		if class == headline {
+			// The first screen's copy is shorter, so that it fits under
+			// the verdict on a projector.
+			good.PlotH = storyPlotH
+			story = chartFigure{Title: "Good " + class + "s per second, each mode, with the fault shaded", SVG: good.svg()}
+		}
 	}
 	rep.Charts = append(rep.Charts, latency, goodput, poolCharts(modes, xmax), breakerCharts(modes, xmax))
+	rep.Story = newStory(r, modes, story)
+	rep.Settings = settingsOf(r.Settings, modes)
+	rep.Mechanisms = mechanismsOf(modes)
 	return rep
 }
 
-// poolCharts draws each mode's busiest pools, the same pools in the same
-// colours in every mode, on the same scale.
+// storyPlotH is the first screen's goodput chart's plot height.
+const storyPlotH = 230.0
+
+// scheduled is a series without the seconds the run's schedule covers
+// only in part: the last second of a run whose length is no whole number
+// of seconds (a --quick run's 5.4 s), and the second the last sends spill
+// into because each phase starts a little after its offset (its faults
+// are set first). Drawn, such a second's handful of requests would read
+// as goodput collapsing at the end; they count in the tables.
+func scheduled(m loadtest.ModeResult, series []loadtest.Second) []loadtest.Second {
+	length := 0.0
+	for _, p := range m.Phases {
+		if isFinite(p.EndS) && isFinite(p.StartS) {
+			length += p.EndS - p.StartS
+		}
+	}
+	if length <= 0 {
+		return series
+	}
+	end := int(math.Floor(length + 1e-9))
+	return slices.DeleteFunc(slices.Clone(series), func(s loadtest.Second) bool { return s.T >= end })
+}
+
+// poolCharts draws each mode's busiest pools and bulkheads against their
+// capacity: the share of its slots each had in flight. Each mode shows its
+// own pools — naive's shared pools, budgeted's bulkheads per route and per
+// dependency — so a bulkhead that filled shows full, however small.
 func poolCharts(modes []loadtest.ModeResult, xmax float64) chartGroup {
-	g := chartGroup{Title: "Pool in flight over time",
-		Note:  "Requests in flight in each pool or bulkhead, each second's highest of five readings; the busiest pools by peak.",
+	g := chartGroup{Title: "Pools and bulkheads: in flight against capacity",
+		Note:  "Work in flight in each pool or bulkhead as a share of its slots, each second's highest of five readings; each mode's fullest, its slots in the legend. At 100% the next request waits or, behind a bulkhead, is refused at once.",
 		Empty: "No pool gauges were sampled."}
-	peak := map[string]float64{}
 	for _, m := range modes {
-		for k, v := range m.PoolInFlight {
-			for _, x := range v {
-				if isFinite(x) {
-					peak[k] = max(peak[k], x)
-				}
-			}
-			peak[k] = max(peak[k], 0)
+		if c, note, ok := poolChart(m, xmax); ok {
+			g.Figures = append(g.Figures, chartFigure{Title: m.Mode, Note: note, SVG: c.svg()})
 		}
-	}
-	pools := sortedKeys(peak)
-	slices.SortStableFunc(pools, func(a, b string) int { return cmp.Compare(peak[b], peak[a]) })
-	note := ""
-	if len(pools) > topPools {
-		note = fmt.Sprintf("the %d busiest of %d pools", topPools, len(pools))
-		pools = pools[:topPools]
-	}
-	if len(pools) == 0 {
-		return g
-	}
-	ymax, step := niceMax(peak[pools[0]]*1.04, 5)
-	for _, m := range modes {
-		if !hasAny(m.PoolInFlight, pools) {
-			g.Figures = append(g.Figures, chartFigure{Title: m.Mode, Note: "no pool gauges were sampled in this mode"})
-			continue
-		}
-		c := lineChart{Title: "pool in flight, " + m.Mode, XLabel: "time since start of run (s)", YLabel: "in flight (requests)",
-			Shade: faultBands(m), XMax: xmax, YMax: ymax, YTicks: numericTicks(0, ymax, step)}
-		for i, pool := range pools {
-			colour, dash := seriesStyle(i + otherSeries)
-			var pts []chartPoint
-			for t, v := range m.PoolInFlight[pool] {
-				pts = append(pts, chartPoint{float64(t), v}) // sample t is taken t seconds in
-			}
-			c.Series = append(c.Series, chartSeries{Name: pool, Colour: colour, Dash: dash, Points: pts})
-		}
-		g.Figures = append(g.Figures, chartFigure{Title: m.Mode, Note: note, SVG: c.svg()})
 	}
 	return g
 }
 
+// poolChart is one mode's fullest pools; ok is false when it sampled none.
+func poolChart(m loadtest.ModeResult, xmax float64) (c lineChart, note string, ok bool) {
+	peak := map[string]float64{}
+	for k, v := range m.PoolInFlight {
+		peak[k] = 0
+		for _, x := range v {
+			if isFinite(x) {
+				peak[k] = max(peak[k], x/slots(m, k))
+			}
+		}
+	}
+	pools := sortedKeys(peak)
+	if len(pools) == 0 {
+		return c, "", false
+	}
+	slices.SortStableFunc(pools, func(a, b string) int { return cmp.Compare(peak[b], peak[a]) })
+	if len(pools) > topPools {
+		note = fmt.Sprintf("the %d fullest of %d pools", topPools, len(pools))
+		pools = pools[:topPools]
+	}
+	share := !slices.ContainsFunc(pools, func(p string) bool { return m.PoolCapacity[p] <= 0 })
+	c = lineChart{Title: "pools in flight, " + m.Mode, XLabel: "time since start of run (s)", YLabel: "in flight (% of slots)",
+		Shade: faultBands(m), XMax: xmax, YMax: 100, YTicks: numericTicks(0, 100, 20), Rules: []chartTick{{At: 100, Label: "capacity"}}}
+	if !share {
+		// Results without capacities: the counts alone.
+		c.YLabel, c.YMax, c.YTicks, c.Rules = "in flight (requests)", 0, nil, nil
+	}
+	for i, pool := range pools {
+		colour, dash := seriesStyle(i + otherSeries)
+		name := pool
+		if share {
+			name = fmt.Sprintf("%s (%s slots)", pool, num(m.PoolCapacity[pool], 0))
+		}
+		var pts []chartPoint
+		for t, v := range m.PoolInFlight[pool] {
+			if share {
+				v = 100 * v / m.PoolCapacity[pool]
+			}
+			pts = append(pts, chartPoint{float64(t), v}) // sample t is taken t seconds in
+		}
+		c.Series = append(c.Series, chartSeries{Name: name, Colour: colour, Dash: dash, Points: pts})
+	}
+	return c, note, true
+}
+
+// slots is pool's capacity in m, or 1 when the results do not say (its
+// peak is then its count).
+func slots(m loadtest.ModeResult, pool string) float64 {
+	if c := m.PoolCapacity[pool]; c > 0 {
+		return c
+	}
+	return 1
+}
+
 // breakerCharts draws each mode's breakers as step lines between closed,
-// half-open and open. Breakers that ever left closed come first; lines
-// are nudged apart so that breakers in the same state stay visible.
+// half-open and open; a mode without breakers gets no chart, only a line
+// saying so. Breakers that ever left closed come first; lines are nudged
+// apart so that breakers in the same state stay visible.
 func breakerCharts(modes []loadtest.ModeResult, xmax float64) chartGroup {
 	g := chartGroup{Title: "Breaker state over time",
 		Note:  "Each circuit breaker's state, each second's most open of five readings. Lines are nudged apart slightly so that breakers in the same state do not hide each other.",
 		Empty: "No breaker gauges were sampled."}
-	tripped := map[string]bool{}
+	var without []string
+	var with []loadtest.ModeResult
 	for _, m := range modes {
+		if (m.Mechanisms != nil && !m.Mechanisms.Breakers) || len(m.BreakerState) == 0 {
+			without = append(without, m.Mode)
+			continue
+		}
+		with = append(with, m)
+	}
+	if len(without) > 0 && len(with) > 0 {
+		g.Note += " " + strings.Join(without, ", ") + " ran without breakers: no chart."
+	}
+	tripped := map[string]bool{}
+	for _, m := range with {
 		for k, v := range m.BreakerState {
 			tripped[k] = tripped[k] || slices.ContainsFunc(v, func(x float64) bool { return x > 0 })
 		}
@@ -213,11 +296,7 @@ func breakerCharts(modes []loadtest.ModeResult, xmax float64) chartGroup {
 		return g
 	}
 	states := []chartTick{{0, "closed"}, {1, "half-open"}, {2, "open"}}
-	for _, m := range modes {
-		if !hasAny(m.BreakerState, names) {
-			g.Figures = append(g.Figures, chartFigure{Title: m.Mode, Note: "no breaker gauges were sampled in this mode"})
-			continue
-		}
+	for _, m := range with {
 		c := lineChart{Title: "breaker state, " + m.Mode, XLabel: "time since start of run (s)", YLabel: "state",
 			Shade: faultBands(m), XMax: xmax, YMin: -0.4, YMax: 2.4, YTicks: states}
 		for i, name := range names {
@@ -258,7 +337,7 @@ func faultBands(modes ...loadtest.ModeResult) []chartBand {
 }
 
 // runLength is how long a mode ran, in seconds: its last phase's end, or
-// its longest series.
+// its longest series when it has no phases.
 func runLength(m loadtest.ModeResult) float64 {
 	end := 0.0
 	for _, p := range m.Phases {
@@ -266,17 +345,15 @@ func runLength(m loadtest.ModeResult) float64 {
 			end = max(end, p.EndS)
 		}
 	}
+	if end > 0 {
+		return end
+	}
 	for _, s := range m.Series {
 		if len(s) > 0 {
 			end = max(end, float64(s[len(s)-1].T+1))
 		}
 	}
 	return end
-}
-
-// hasAny reports whether gauges holds a sample for any of keys.
-func hasAny(gauges map[string][]float64, keys []string) bool {
-	return slices.ContainsFunc(keys, func(k string) bool { return len(gauges[k]) > 0 })
 }
 
 var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
@@ -291,8 +368,18 @@ const reportTemplate = `<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Mercado: {{.Scenario}}</title>
 <style>
-body { font: 20px/1.45 system-ui, "Segoe UI", "DejaVu Sans", sans-serif; color: #111; background: #fff; max-width: 1280px; margin: 0 auto; padding: 24px 32px 64px; }
-h1 { font-size: 2.1em; margin: 0.2em 0 0.1em; }
+body { font: 20px/1.4 system-ui, "Segoe UI", "DejaVu Sans", sans-serif; color: #111; background: #fff; max-width: 1280px; margin: 0 auto; padding: 12px 32px 64px; }
+h1 { font-size: 1.6em; margin: 0 0 0.1em; }
+header { display: flex; align-items: baseline; gap: 1.2em; flex-wrap: wrap; }
+header p { margin: 0; }
+.verdict { font-size: 1.3em; font-weight: bold; margin: 0.3em 0 0.5em; max-width: 58em; }
+.caveat { border-left: 6px solid #D55E00; background: #fde3d0; padding: 0.2em 0.6em; font-weight: bold; margin: 0.3em 0; }
+.headlines { display: flex; gap: 16px; margin: 0.4em 0; }
+.headline { flex: 1; border: 2px solid #333; border-radius: 6px; padding: 0.3em 0.7em; }
+.headline .label { font-size: 0.85em; color: #333; }
+.headline .words { font-size: 1.5em; font-weight: bold; color: #005a8c; }
+.headline .values { font-size: 0.9em; font-variant-numeric: tabular-nums; }
+#story-chart { margin: 0.6em 0 0; }
 h2 { font-size: 1.6em; margin-top: 1.8em; border-bottom: 3px solid #333; }
 h3 { font-size: 1.3em; margin: 1.2em 0 0.3em; }
 .description { white-space: pre-line; font-size: 1.1em; }
@@ -318,10 +405,24 @@ ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 
 <body>
 <header>
 <h1>{{.Scenario}}</h1>
-{{with .Description}}<p class="description">{{.}}</p>{{end}}
 {{with .StartedAt}}<p class="when">Run started <time datetime="{{.}}">{{.}}</time></p>{{end}}
 </header>
-{{with .Lead}}<section id="lead">
+{{with .Story}}<section id="story">
+<p class="verdict" id="verdict">{{.Verdict}}</p>
+{{with .Caveat}}<p class="caveat">{{.}}</p>
+{{end}}<div class="headlines" id="headlines">
+{{range .Figures}}<div class="headline">
+<div class="label">{{.Label}}</div>
+<div class="words">{{.Words}}</div>
+<div class="values">{{range $i, $v := .Values}}{{if $i}} · {{end}}<span class="mode-value"><strong>{{$v.Mode}}</strong> {{$v.Value}}</span>{{end}}</div>
+</div>
+{{end}}</div>
+{{with .Chart.SVG}}<figure id="story-chart">
+<figcaption>{{$.Story.Chart.Title}}</figcaption>
+{{.}}
+</figure>{{end}}
+</section>
+{{end}}{{with .Lead}}<section id="lead">
 <h2>{{.Title}}</h2>
 {{if .Rows}}<table>
 <thead><tr>{{range $i, $h := .Head}}<th{{if $i}} class="n"{{end}}>{{$h}}</th>{{end}}</tr></thead>
@@ -335,7 +436,23 @@ ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 
 {{range .Items}}<li>{{.}}</li>
 {{end}}</ul>
 {{end}}</section>
-{{end}}{{range .Invalid}}<p class="invalid">INVALID run: {{.}}. Its figures measure the load generator as much as the shop.</p>
+{{end}}<section id="settings">
+<h2>What ran</h2>
+{{with .Description}}<p class="description">{{.}}</p>{{end}}
+{{if .Settings}}<table>
+<tbody>
+{{range .Settings}}<tr><th>{{.Name}}</th><td>{{.Value}}</td></tr>
+{{end}}</tbody>
+</table>{{end}}
+{{with .Mechanisms}}{{if .Rows}}<h3>Mechanisms per mode</h3>
+<table>
+<thead><tr><th>mechanism</th>{{range .Modes}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Rows}}<tr><td>{{.Name}}</td>{{range .Values}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table>{{end}}{{end}}
+</section>
+{{range .Invalid}}<p class="invalid">INVALID run: {{.}}. Its figures measure the load generator as much as the shop.</p>
 {{end}}
 {{with .Checks}}<section id="checks">
 <h2>Checks</h2>

@@ -36,8 +36,8 @@ func TestWriteHTMLLead(t *testing.T) {
 	if lead, runs := strings.Index(page, `id="lead"`), strings.Index(page, `id="runs"`); lead < 0 || runs < lead {
 		t.Errorf("the lead is not above the runs (at %d, runs at %d)", lead, runs)
 	}
-	if n := len(svgFragments(page)); n != 7 {
-		t.Errorf("%d charts, want the run's 7", n)
+	if n := len(svgFragments(page)); n != 8 {
+		t.Errorf("%d charts, want the run's 8", n)
 	}
 	// Without a lead, the page has none.
 	if strings.Contains(renderHTML(t, sampleResults()), `id="lead"`) {

@@ -13,13 +13,16 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/loadtest"
 )
 
 // sampleResults is a hand-built run: two modes, two classes, ten seconds,
-// a quiet phase and then a faulty one, with gauges. The budgeted run is
-// marked invalid so the marker shows.
+// a quiet phase and then a faulty one, with gauges, the modes' mechanisms
+// and the run's settings. The budgeted run is marked invalid so the
+// marker shows.
 func sampleResults() loadtest.Results {
+	naiveMechanisms, budgetedMechanisms := mode.Naive.Mechanisms(), mode.Budgeted.Mechanisms()
 	series := func(p99 func(t int) float64, good func(t int) int) []loadtest.Second {
 		var out []loadtest.Second
 		for t := range 10 {
@@ -33,9 +36,10 @@ func sampleResults() loadtest.Results {
 		{Name: "payments slow", StartS: 4, EndS: 10, Faulty: true},
 	}
 	naive := loadtest.ModeResult{
-		Mode:   "naive",
-		Valid:  true,
-		Phases: phases,
+		Mode:       "naive",
+		Valid:      true,
+		Phases:     phases,
+		Mechanisms: &naiveMechanisms,
 		Classes: []loadtest.Summary{
 			{Class: "checkout", Requests: 200, OK: 150, Good: 120, SuccessRatio: 0.6, Goodput: 12, P50MS: 180, P90MS: 1900, P99MS: 2400, P999MS: 2950, MaxMS: 3000,
 				Failures: map[string]int{loadtest.FailDeadline: 70, loadtest.FailTransport: 10}},
@@ -66,13 +70,17 @@ func sampleResults() loadtest.Results {
 			"gateway/http":     {5, 5, 6, 5, 30, 60, 64, 64, 64, 63},
 			"payments/charges": {2, 2, 2, 2, 20, 32, 32, 32, 32, 32},
 		},
-		BreakerState: map[string][]float64{},
+		PoolCapacity: map[string]float64{"gateway/http": 64, "payments/charges": 64},
+		// Naive's breakers exist but are switched off: they report
+		// closed throughout, and the report draws no chart for them.
+		BreakerState: map[string][]float64{"orders/payments": make([]float64, 10)},
 	}
 	budgeted := loadtest.ModeResult{
-		Mode:    "budgeted",
-		Valid:   false,
-		Invalid: "generator fell behind: schedule lag p99 14ms",
-		Phases:  phases,
+		Mode:       "budgeted",
+		Valid:      false,
+		Invalid:    "generator fell behind: schedule lag p99 14ms",
+		Phases:     phases,
+		Mechanisms: &budgetedMechanisms,
 		Classes: []loadtest.Summary{
 			{Class: "checkout", Requests: 200, OK: 190, Good: 190, SuccessRatio: 0.95, Goodput: 19, P50MS: 60, P90MS: 400, P99MS: 800, P999MS: 900, MaxMS: 950,
 				Failures: map[string]int{loadtest.FailBreaker: 6, loadtest.FailBudget: 4}},
@@ -104,6 +112,7 @@ func sampleResults() loadtest.Results {
 			"gateway/http":     {5, 5, 5, 5, 12, 14, 14, 13, 14, 14},
 			"payments/charges": {2, 2, 2, 2, 8, 8, 8, 8, 8, 8},
 		},
+		PoolCapacity: map[string]float64{"gateway/http": 64, "payments/charges": 8},
 		BreakerState: map[string][]float64{
 			"orders/payments":   {0, 0, 0, 0, 0, 2, 2, 1, 2, 2},
 			"gateway/inventory": {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
@@ -114,6 +123,9 @@ func sampleResults() loadtest.Results {
 		Description: "Payments answer in 2 s for six seconds.\nCheckout waits on payments; browse does not.",
 		StartedAt:   "2026-03-01T09:30:00Z",
 		Modes:       []loadtest.ModeResult{naive, budgeted},
+		Settings: loadtest.RunSettings{DeadlineMS: 1000, PatienceMS: 4000,
+			Classes: []loadtest.ClassSetting{{Class: "browse", Rate: 20, DeadlineMS: 1000}, {Class: "checkout", Rate: 20, DeadlineMS: 1000}},
+			Workers: 64, CPUs: 2, GOMAXPROCS: 2, GoVersion: "go1.26.0"},
 	}
 }
 
@@ -155,7 +167,7 @@ func TestTableShowsPhasesAndChecks(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	if !hasRow(lines, []string{"checkout goodput (good/s)", "7.0", "18.0", "2.57x"}) {
+	if !hasRow(lines, []string{"checkout goodput (good/s)", "7.0", "18.0", "2.57×"}) {
 		t.Errorf("no per-phase goodput row for the faulty phase:\n%s", out)
 	}
 	page := renderHTML(t, r)
@@ -218,10 +230,11 @@ func TestWriteHTML(t *testing.T) {
 
 	t.Run("one well-formed svg per chart", func(t *testing.T) {
 		svgs := svgFragments(page)
-		// p99 and goodput for 2 classes, pools for 2 modes, and breakers
-		// for the one mode that has them.
-		if len(svgs) != 7 {
-			t.Fatalf("got %d <svg> elements, want 7", len(svgs))
+		// The first screen's goodput chart, p99 and goodput for 2
+		// classes, pools for 2 modes, and breakers for the one mode that
+		// has them.
+		if len(svgs) != 8 {
+			t.Fatalf("got %d <svg> elements, want 8", len(svgs))
 		}
 		for i, s := range svgs {
 			if err := wellFormed(s); err != nil {
@@ -242,11 +255,12 @@ func TestWriteHTML(t *testing.T) {
 			"naive", "budgeted", "checkout", "browse",
 			"INVALID run: budgeted: generator fell behind: schedule lag p99 14ms",
 			"fault: payments slow",
-			"budgeted/naive", ">0.33x<", ">1.58x<", // p99 and success of checkout
+			"budgeted/naive", ">0.33×<", ">1.58×<", ">1/302<", // p99 and success of checkout, late work
 			"late work (s)", "skipped: expired", "amplification: payments (calls/request)", "duplicate charges",
 			"failed: deadline", "failed: breaker",
-			"gateway/http", "orders/payments", "half-open", "no breaker gauges were sampled in this mode",
-			"p99 latency (ms)", "good answers per second", "in flight (requests)", "time since start of run (s)",
+			"gateway/http (64 slots)", "payments/charges (8 slots)", "orders/payments", "half-open", "naive ran without breakers: no chart.",
+			"p99 latency (ms)", "good answers per second", "in flight (% of slots)", "time since start of run (s)",
+			"deadline 1,000 ms", "checkout 20/s", "2 CPU cores, GOMAXPROCS 2, go1.26.0", "bulkheads",
 		} {
 			if !strings.Contains(page, want) {
 				t.Errorf("page lacks %q", want)
@@ -298,19 +312,19 @@ func TestWriteTable(t *testing.T) {
 	}
 	// Rows: label, naive, budgeted, ratio, in the checkout section.
 	for _, want := range [][]string{
-		{"requests", "200", "200", "1.00x"},
-		{"success (good/requests)", "60.0%", "95.0%", "1.58x"},
-		{"goodput (good/s)", "12.0", "19.0", "1.58x"},
-		{"p50 (ms)", "180.0", "60.0", "0.33x"},
-		{"p99 (ms)", "2400.0", "800.0", "0.33x"},
-		{"max (ms)", "3000.0", "950.0", "0.32x"},
-		{"late completions", "90", "3", "0.03x"},
-		{"late work (s)", "75.50", "0.25", "0.0033x"},
+		{"requests", "200", "200", "1.00×"},
+		{"success (good/requests)", "60.0%", "95.0%", "1.58×"},
+		{"goodput (good/s)", "12.0", "19.0", "1.58×"},
+		{"p50 (ms)", "180.0", "60.0", "0.33×"},
+		{"p99 (ms)", "2,400.0", "800.0", "0.33×"},
+		{"max (ms)", "3,000.0", "950.0", "0.32×"},
+		{"late completions", "90", "3", "1/30"},
+		{"late work (s)", "75.50", "0.25", "1/302"},
 		{"skipped: expired", "0", "12", "-"},
 		{"breaker opens", "0", "1", "-"},
-		{"amplification: payments (calls/request)", "3.20", "1.10", "0.34x"},
-		{"retries", "310", "14", "0.05x"},
-		{"duplicate charges", "4", "0", "0.00x"},
+		{"amplification: payments (calls/request)", "3.20", "1.10", "0.34×"},
+		{"retries", "310", "14", "1/22"},
+		{"duplicate charges", "4", "0", "0×"},
 	} {
 		if !hasRow(lines, want) {
 			t.Errorf("table has no row %q:\n%s", want, out)
@@ -432,14 +446,14 @@ func ExampleWriteTable() {
 	//
 	//                             naive (INVALID)   budgeted   budgeted/naive
 	// checkout
-	//   requests                               90        100            1.11x
-	//   success (good/requests)             50.0%      90.0%            1.80x
-	//   goodput (good/s)                      4.5        9.0            2.00x
-	//   p50 (ms)                             80.0       40.0            0.50x
-	//   p99 (ms)                           2000.0      300.0            0.15x
-	//   max (ms)                           2500.0      400.0            0.16x
+	//   requests                               90        100            1.11×
+	//   success (good/requests)             50.0%      90.0%            1.80×
+	//   goodput (good/s)                      4.5        9.0            2.00×
+	//   p50 (ms)                             80.0       40.0            0.50×
+	//   p99 (ms)                          2,000.0      300.0            0.15×
+	//   max (ms)                          2,500.0      400.0            0.16×
 	// server figures
-	//   late completions                       40          1            0.03x
+	//   late completions                       40          1             1/40
 	//   late work (s)                        0.00       0.00                -
 	//   breaker opens                           0          0                -
 	//   pool rejections                         0          0                -

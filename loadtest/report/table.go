@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -316,7 +315,7 @@ func (c comparison) row(label string, brief bool, dir int, format string, v []fl
 	for _, x := range v {
 		cell := "-"
 		if isFinite(x) {
-			cell = fmt.Sprintf(format, x)
+			cell = english.Sprintf(format, x)
 		}
 		row.Cells = append(row.Cells, cell)
 	}
@@ -340,21 +339,6 @@ func (c comparison) row(label string, brief bool, dir int, format string, v []fl
 		}
 	}
 	return row
-}
-
-func formatRatio(q float64) string {
-	switch {
-	case !isFinite(q):
-		return "-"
-	case q >= 100:
-		return fmt.Sprintf("%.0fx", q)
-	case q >= 10:
-		return fmt.Sprintf("%.1fx", q)
-	case q >= 0.01 || q == 0:
-		return fmt.Sprintf("%.2fx", q)
-	}
-	// Two significant digits, so a hundredfold cut does not read 0.00x.
-	return strconv.FormatFloat(q, 'g', 2, 64) + "x"
 }
 
 // phaseNames lists the phases of every mode, in the order they ran.
