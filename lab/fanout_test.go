@@ -98,6 +98,25 @@ func TestFanoutReplaysExercise2(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", table.String())
+
+	// The page draws each way's calls as the budget left when each
+	// began; in parallel, catalog and fraud start with the same.
+	var page bytes.Buffer
+	if err := res.WriteHTML(&page, cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, left := budgetDiagrams(t, page.Bytes())
+	var want [][]int64
+	for _, run := range []FanoutRun{ns, res.BudgetedSequential, bp} {
+		var w []int64
+		for _, h := range run.Hops {
+			if h.Outcome != "unknown" && (h.Outcome != "skipped" || h.StartMS > 0) {
+				w = append(w, run.DeadlineMS-h.StartMS)
+			}
+		}
+		want = append(want, w)
+	}
+	checkShrinking(t, left, want)
 }
 
 // The JSON is exactly the three runs, each with the figures the exercise

@@ -15,6 +15,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/loadtest"
+	"github.com/mercado-lab/mercado/loadtest/report"
 )
 
 // IsolationConfig is Drill 76 (the drill76 scenario,
@@ -160,6 +161,9 @@ type IsolationResult struct {
 	} `json:"config"`
 	Naive    IsolationMode `json:"naive"`
 	Budgeted IsolationMode `json:"budgeted"`
+	// Run is the scenario run the figures were read from: what the HTML
+	// page draws.
+	Run loadtest.Results `json:"-"`
 }
 
 // Isolation runs Drill 76 — the drill76 scenario with cfg's knobs, on the
@@ -181,7 +185,7 @@ func Isolation(ctx context.Context, cfg IsolationConfig, log *slog.Logger, progr
 // isolationView reads the isolation lab's figures from a run of Drill 76
 // (see IsolationMode): the hang is its second phase.
 func isolationView(cfg IsolationConfig, run loadtest.Results) (IsolationResult, error) {
-	var res IsolationResult
+	res := IsolationResult{Run: run}
 	res.Config.CheckoutRate, res.Config.BrowseRate = cfg.CheckoutRate, cfg.BrowseRate
 	res.Config.DurationS, res.Config.DeadlineMS = cfg.Duration.Seconds(), cfg.Deadline.Milliseconds()
 	for _, m := range []struct {
@@ -230,6 +234,10 @@ func summaryOf(sums []loadtest.Summary, class string) loadtest.Summary {
 	}
 	return loadtest.Summary{}
 }
+
+// WriteHTML writes the run's report: the scenario report of Drill 76's
+// run, charts and all.
+func (r IsolationResult) WriteHTML(w io.Writer) error { return report.WriteHTML(w, r.Run) }
 
 // WriteJSON writes r as indented JSON.
 func (r IsolationResult) WriteJSON(w io.Writer) error { return writeJSON(w, r) }

@@ -65,6 +65,23 @@ func TestLesson7ReplaysTheLesson(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
 	}
+	// The page draws each mode's hops as the budget left when each began:
+	// the deadline less the hops before, shrinking down the chain.
+	var page bytes.Buffer
+	if err := res.WriteHTML(&page, cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, left := budgetDiagrams(t, page.Bytes())
+	var want [][]int64
+	for _, m := range []ModeResult{n, b} {
+		var w []int64
+		for _, h := range m.Hops {
+			w = append(w, m.DeadlineMS-(h.ElapsedMS-h.TookMS))
+		}
+		want = append(want, w)
+	}
+	checkShrinking(t, left, want)
+
 	var js bytes.Buffer
 	if err := res.WriteJSON(&js); err != nil {
 		t.Fatal(err)

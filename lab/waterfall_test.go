@@ -60,6 +60,20 @@ func TestWaterfall(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
+	// The page draws the steps as the budget left when each began.
+	var page bytes.Buffer
+	if err := res.WriteHTML(&page, cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, left := budgetDiagrams(t, page.Bytes())
+	var want []int64
+	for _, st := range res.Steps {
+		want = append(want, res.BudgetMS-st.StartsAtMS)
+	}
+	checkShrinking(t, left, [][]int64{want})
+	if !strings.Contains(page.String(), "reconciler asked payments") {
+		t.Error("the page does not say what became of the order")
+	}
 }
 
 // TestWaterfallTableTellsOnlyWhatHappened: every sentence under the table

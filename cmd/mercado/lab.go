@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -27,7 +29,8 @@ report.html; --quick shortens every phase to a fifth):
   (mercado lab lesson7 is the replay below; run its load scenario with
   mercado lab scenario lesson7)
 
-Replays:
+Replays (each writes ./lab-report/NAME.html too: --out DIR, or --out ""
+for none):
   lesson7    lesson 7's chain: a 1200 ms deadline; catalog takes 280 ms,
              payments 760 ms, shipping is degraded. Naive ends over the
              deadline; budgeted clips shipping and ends within it.
@@ -97,6 +100,7 @@ func runLab(ctx context.Context, args []string, getenv func(string) string, stdo
 func runFanout(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := lab.DefaultFanout()
 	fs, asJSON := labFlags("fanout", stderr)
+	out := pageFlag(fs)
 	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "the client's deadline for the checkout")
 	fs.DurationVar(&cfg.Margin, "margin", cfg.Margin, "budgeted: time kept back from each call for the way back")
 	fs.DurationVar(&cfg.Floor, "floor", cfg.Floor, "budgeted: least budget worth starting a call with")
@@ -119,6 +123,9 @@ func runFanout(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("lab fanout: %w", err)
 	}
+	if err := writePage(*out, "fanout.html", func(w io.Writer) error { return res.WriteHTML(w, cfg) }, stderr); err != nil {
+		return fmt.Errorf("lab fanout: %w", err)
+	}
 	if *asJSON {
 		return res.WriteJSON(stdout)
 	}
@@ -129,6 +136,7 @@ func runFanout(ctx context.Context, args []string, getenv func(string) string, s
 func runLesson7(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := lab.DefaultLesson7()
 	fs, asJSON := labFlags("lesson7", stderr)
+	out := pageFlag(fs)
 	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "the client's deadline for the checkout")
 	fs.DurationVar(&cfg.Margin, "margin", cfg.Margin, "budgeted: time kept back from each call for the way back")
 	fs.DurationVar(&cfg.Floor, "floor", cfg.Floor, "budgeted: least budget worth starting a call with")
@@ -149,6 +157,9 @@ func runLesson7(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return fmt.Errorf("lab lesson7: %w", err)
 	}
+	if err := writePage(*out, "lesson7.html", func(w io.Writer) error { return res.WriteHTML(w, cfg) }, stderr); err != nil {
+		return fmt.Errorf("lab lesson7: %w", err)
+	}
 	if *asJSON {
 		return res.WriteJSON(stdout)
 	}
@@ -162,6 +173,7 @@ func runIsolation(ctx context.Context, args []string, getenv func(string) string
 		return fmt.Errorf("lab isolation: %w", err)
 	}
 	fs, asJSON := labFlags("isolation", stderr)
+	out := pageFlag(fs)
 	fs.Float64Var(&cfg.CheckoutRate, "checkout-rate", cfg.CheckoutRate, "checkouts per second, open loop")
 	fs.Float64Var(&cfg.BrowseRate, "browse-rate", cfg.BrowseRate, "browses per second, open loop")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the carrier hangs in each mode, between the drill's calm phases")
@@ -184,6 +196,9 @@ func runIsolation(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fmt.Errorf("lab isolation: %w", err)
 	}
+	if err := writePage(*out, "isolation.html", res.WriteHTML, stderr); err != nil {
+		return fmt.Errorf("lab isolation: %w", err)
+	}
 	if *asJSON {
 		return res.WriteJSON(stdout)
 	}
@@ -194,6 +209,7 @@ func runIsolation(ctx context.Context, args []string, getenv func(string) string
 func runWaterfall(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := lab.DefaultWaterfall()
 	fs, asJSON := labFlags("waterfall", stderr)
+	out := pageFlag(fs)
 	fs.DurationVar(&cfg.Budget, "budget", cfg.Budget, "the client's budget for creating the order")
 	fs.DurationVar(&cfg.GatewayWork, "gateway-work", cfg.GatewayWork, "the gateway's own work before calling orders")
 	fs.DurationVar(&cfg.Reserve, "reserve", cfg.Reserve, "what orders keeps back from every call for its answer")
@@ -212,6 +228,9 @@ func runWaterfall(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fmt.Errorf("lab waterfall: %w", err)
 	}
+	if err := writePage(*out, "waterfall.html", func(w io.Writer) error { return res.WriteHTML(w, cfg) }, stderr); err != nil {
+		return fmt.Errorf("lab waterfall: %w", err)
+	}
 	if *asJSON {
 		return res.WriteJSON(stdout)
 	}
@@ -228,6 +247,28 @@ func labFlags(name string, stderr io.Writer) (*flag.FlagSet, *bool) {
 		fs.PrintDefaults()
 	}
 	return fs, fs.Bool("json", false, "print the measured results as JSON")
+}
+
+// pageFlag is a replay's --out: the folder its HTML page goes to, the
+// scenario labs' report folder.
+func pageFlag(fs *flag.FlagSet) *string {
+	return fs.String("out", "lab-report", "folder for the lab's HTML page (NAME.html); \"\" writes none")
+}
+
+// writePage writes a replay's HTML page as dir/name, and says where.
+func writePage(dir, name string, write func(io.Writer) error, stderr io.Writer) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, name)
+	if err := writeFile(path, write); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s\n", path)
+	return nil
 }
 
 func printLabUsage(w io.Writer) {
