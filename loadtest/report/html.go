@@ -160,26 +160,24 @@ func newHTMLReport(r loadtest.Results) htmlReport {
 }
 
 // storyPlotH is the first screen's goodput chart's plot height.
-const storyPlotH = 230.0
+const storyPlotH = 200.0
 
-// scheduled is a series without the seconds the run's schedule covers
-// only in part: the last second of a run whose length is no whole number
-// of seconds (a --quick run's 5.4 s), and the second the last sends spill
-// into because each phase starts a little after its offset (its faults
-// are set first). Drawn, such a second's handful of requests would read
-// as goodput collapsing at the end; they count in the tables.
+// scheduled is a series without the seconds the run's phases cover only
+// in part at its end: the last second of a run whose length is no whole
+// number of seconds (a --quick run's 5.4 s). Drawn, such a second's
+// handful of requests would read as goodput collapsing at the end; they
+// count in the tables.
 func scheduled(m loadtest.ModeResult, series []loadtest.Second) []loadtest.Second {
-	length := 0.0
+	end := 0.0
 	for _, p := range m.Phases {
-		if isFinite(p.EndS) && isFinite(p.StartS) {
-			length += p.EndS - p.StartS
+		if isFinite(p.EndS) {
+			end = max(end, p.EndS)
 		}
 	}
-	if length <= 0 {
+	if end <= 0 {
 		return series
 	}
-	end := int(math.Floor(length + 1e-9))
-	return slices.DeleteFunc(slices.Clone(series), func(s loadtest.Second) bool { return s.T >= end })
+	return slices.DeleteFunc(slices.Clone(series), func(s loadtest.Second) bool { return float64(s.T+1) > end+1e-9 })
 }
 
 // poolCharts draws each mode's busiest pools and bulkheads against their
@@ -372,14 +370,15 @@ body { font: 20px/1.4 system-ui, "Segoe UI", "DejaVu Sans", sans-serif; color: #
 h1 { font-size: 1.6em; margin: 0 0 0.1em; }
 header { display: flex; align-items: baseline; gap: 1.2em; flex-wrap: wrap; }
 header p { margin: 0; }
-.verdict { font-size: 1.3em; font-weight: bold; margin: 0.3em 0 0.5em; max-width: 58em; }
+.verdict { font-size: 1.25em; line-height: 1.3; font-weight: bold; margin: 0.2em 0 0.4em; }
 .caveat { border-left: 6px solid #D55E00; background: #fde3d0; padding: 0.2em 0.6em; font-weight: bold; margin: 0.3em 0; }
 .headlines { display: flex; gap: 16px; margin: 0.4em 0; }
 .headline { flex: 1; border: 2px solid #333; border-radius: 6px; padding: 0.3em 0.7em; }
 .headline .label { font-size: 0.85em; color: #333; }
 .headline .words { font-size: 1.5em; font-weight: bold; color: #005a8c; }
 .headline .values { font-size: 0.9em; font-variant-numeric: tabular-nums; }
-#story-chart { margin: 0.6em 0 0; }
+#story-chart { margin: 0.4em 0 0; }
+#story-chart figcaption { font-size: 1em; }
 h2 { font-size: 1.6em; margin-top: 1.8em; border-bottom: 3px solid #333; }
 h3 { font-size: 1.3em; margin: 1.2em 0 0.3em; }
 .description { white-space: pre-line; font-size: 1.1em; }
