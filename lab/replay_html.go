@@ -163,6 +163,9 @@ func hopLabel(h budgetHop, deadline int64) string {
 	if !h.Called {
 		return h.Note
 	}
+	if h.TimeoutMS == 0 {
+		return fmt.Sprintf("its own work, no call: took %s ms", msText(h.TookMS))
+	}
 	s := fmt.Sprintf("timeout %s ms, took %s ms (%s)", msText(h.TimeoutMS), msText(h.TookMS), h.Outcome)
 	if h.Clipped {
 		s += " — clipped by the budget"
@@ -236,7 +239,7 @@ td.n, th.n { text-align: right; }
 <table>
 <thead><tr><th>hop</th><th class="n">starts at (ms)</th><th class="n">left then (ms)</th><th class="n">timeout (ms)</th><th class="n">took (ms)</th><th>outcome</th></tr></thead>
 <tbody>
-{{$d := .DeadlineMS}}{{range .Hops}}<tr><td>{{.Name}}</td><td class="n">{{if .Reached}}{{ms .StartMS}}{{else}}-{{end}}</td><td class="n">{{if .Reached}}{{ms (.LeftMS $d)}}{{else}}-{{end}}</td><td class="n">{{if .Called}}{{ms .TimeoutMS}}{{else}}-{{end}}</td><td class="n">{{if .Called}}{{ms .TookMS}}{{else}}-{{end}}</td><td>{{if .Called}}{{.Outcome}}{{if .Clipped}}, clipped by the budget{{end}}{{else}}{{.Note}}{{end}}</td></tr>
+{{$d := .DeadlineMS}}{{range .Hops}}<tr><td>{{.Name}}</td><td class="n">{{if .Reached}}{{ms .StartMS}}{{else}}-{{end}}</td><td class="n">{{if .Reached}}{{ms (.LeftMS $d)}}{{else}}-{{end}}</td><td class="n">{{if and .Called .TimeoutMS}}{{ms .TimeoutMS}}{{else}}-{{end}}</td><td class="n">{{if .Called}}{{ms .TookMS}}{{else}}-{{end}}</td><td>{{if .Called}}{{.Outcome}}{{if .Clipped}}, clipped by the budget{{end}}{{else}}{{.Note}}{{end}}</td></tr>
 {{end}}</tbody>
 </table>
 {{range .Notes}}<p>{{.}}</p>
@@ -355,14 +358,12 @@ func (r WaterfallResult) WriteHTML(w io.Writer, cfg WaterfallConfig) error {
 	for _, st := range r.Steps {
 		called := st.Outcome == "ok" || st.Outcome == "timeout" || st.Outcome == "error"
 		bh := budgetHop{Name: st.Name, StartMS: st.StartsAtMS, TimeoutMS: st.TimeoutMS, TookMS: st.TookMS, Outcome: st.Outcome,
-			Reached: called || st.Outcome == "skipped", Called: called && st.CapMS > 0}
+			Reached: called || st.Outcome == "skipped", Called: called}
 		switch {
 		case st.Outcome == "skipped":
 			bh.Note = "not called: too little budget"
 		case !called:
 			bh.Note = st.Outcome
-		case st.CapMS == 0:
-			bh.Note = "its own work, no call"
 		}
 		bh.Clipped = bh.Called && st.TimeoutMS < st.CapMS
 		bh.Label = hopLabel(bh, r.BudgetMS)
@@ -381,11 +382,7 @@ func (r WaterfallResult) WriteHTML(w io.Writer, cfg WaterfallConfig) error {
 	}
 	// What became of the order: the table's closing sentences, measured.
 	_, after, _ := strings.Cut(table.String(), FraudLeftOut)
-	for l := range strings.Lines(after) {
-		if l = strings.TrimSpace(l); l != "" {
-			p.Notes = append(p.Notes, l)
-		}
-	}
+	p.Notes = append(p.Notes, strings.Join(strings.Fields(after), " "))
 	p.Notes = append(p.Notes, FraudLeftOut, "Every figure on this page was measured on real services over loopback gRPC and HTTP (mercado lab waterfall).")
 	return p.write(w)
 }
