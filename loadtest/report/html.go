@@ -376,6 +376,7 @@ header p { margin: 0; }
 .headline { flex: 1; border: 2px solid #333; border-radius: 6px; padding: 0.3em 0.7em; }
 .headline .label { font-size: 0.85em; color: #333; }
 .headline .words { font-size: 1.5em; font-weight: bold; color: #005a8c; }
+.headline .words.worse { color: #a33f00; }
 .headline .values { font-size: 0.9em; font-variant-numeric: tabular-nums; }
 #story-chart { margin: 0.4em 0 0; }
 #story-chart figcaption { font-size: 1em; }
@@ -412,7 +413,7 @@ ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 
 {{end}}<div class="headlines" id="headlines">
 {{range .Figures}}<div class="headline">
 <div class="label">{{.Label}}</div>
-<div class="words">{{.Words}}</div>
+<div class="words{{if .Worse}} worse{{end}}">{{.Words}}</div>
 <div class="values">{{range $i, $v := .Values}}{{if $i}} · {{end}}<span class="mode-value"><strong>{{$v.Mode}}</strong> {{$v.Value}}</span>{{end}}</div>
 </div>
 {{end}}</div>

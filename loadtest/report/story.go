@@ -27,6 +27,9 @@ type headline struct {
 	Label  string
 	Words  string
 	Values []modeValue
+	// Worse marks words that say the last mode did worse (drawn in the
+	// warning colour; the words say it too).
+	Worse bool
 }
 
 type modeValue struct{ Mode, Value string }
@@ -149,6 +152,7 @@ func newStory(r loadtest.Results, modes []loadtest.ModeResult, goodput chartFigu
 		clause = fmt.Sprintf("answered %s good %ss a second where %s answered none", num(gt, 1), class, base.Mode)
 	default:
 		h.Words = moreOrFewer(gt/gb, "more", "fewer")
+		h.Worse = gt < gb
 		clause = fmt.Sprintf("answered %s good %ss than %s (%s/s against %s/s)", h.Words, class, base.Mode, num(gt, 1), num(gb, 1))
 		if h.Words == "as many" {
 			clause = fmt.Sprintf("answered as many good %ss as %s (%s/s against %s/s)", class, base.Mode, num(gt, 1), num(gb, 1))
@@ -180,6 +184,7 @@ func newStory(r loadtest.Results, modes []loadtest.ModeResult, goodput chartFigu
 		clause = fmt.Sprintf("kept %s p99.9 within the %s ms deadline (%s ms", class, num(deadline, 0), num(pt, 0))
 	default:
 		h.Words = times(pt/deadline) + " the deadline"
+		h.Worse = true
 		clause = fmt.Sprintf("let %s p99.9 pass the %s ms deadline (%s ms", class, num(deadline, 0), num(pt, 0))
 	}
 	if clause != "" && deadline > 0 {
@@ -229,7 +234,7 @@ func browseKept(w window, modes []loadtest.ModeResult, single bool) (headline, s
 	if !isFinite(kt) {
 		return headline{}, "", false
 	}
-	h := headline{Label: "browsing kept " + w.words + ", of its goodput before the fault", Words: num(kt, 0) + "%"}
+	h := headline{Label: "browsing kept " + w.words + ", of its goodput before the fault", Words: num(kt, 0) + "%", Worse: kt < kb}
 	for _, m := range modes {
 		h.Values = append(h.Values, modeValue{m.Mode, num(kept(m), 0) + "%"})
 	}
@@ -262,9 +267,11 @@ func serverHeadline(modes []loadtest.ModeResult, single bool, label, unit string
 		return h, fmt.Sprintf("had no %s (%s %s%s)", name, base.Mode, num(b, decimals), unit), true
 	case b == 0:
 		h.Words = "none for " + base.Mode
+		h.Worse = true
 		return h, fmt.Sprintf("had %s%s of %s where %s had none", num(t, decimals), unit, name, base.Mode), true
 	}
 	h.Words = moreOrFewer(t/b, "more", "less")
+	h.Worse = t > b
 	if h.Words == "as many" {
 		return h, fmt.Sprintf("had about as much %s as %s (%s%s against %s%s)", name, base.Mode, num(t, decimals), unit, num(b, decimals), unit), true
 	}

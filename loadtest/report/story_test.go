@@ -42,6 +42,9 @@ func TestStoryTellsTheFaultPhase(t *testing.T) {
 			t.Errorf("figure %q: values %v, want %v", f.Label, f.Values, want[i])
 		}
 	}
+	if slices.ContainsFunc(st.Figures, func(h headline) bool { return h.Worse }) {
+		t.Errorf("figures %+v: none is worse for budgeted", st.Figures)
+	}
 	if st.Figures[0].Words != "2.6× more" || st.Figures[1].Words != "within the deadline" {
 		t.Errorf("words %q, %q", st.Figures[0].Words, st.Figures[1].Words)
 	}
@@ -71,6 +74,9 @@ func TestStoryEdgeCases(t *testing.T) {
 			if !strings.Contains(st.Verdict, want) {
 				t.Errorf("verdict %q lacks %q", st.Verdict, want)
 			}
+		}
+		if !st.Figures[0].Worse || !st.Figures[1].Worse || st.Figures[1].Words != "1.5× the deadline" {
+			t.Errorf("figures %+v, want the goodput and the tail marked worse", st.Figures[:2])
 		}
 	})
 	t.Run("one mode", func(t *testing.T) {
