@@ -110,7 +110,7 @@ func newHTMLReport(r loadtest.Results) htmlReport {
 		Note:  "The 99th percentile of latency from the intended send time, per second of sends; the dashed black line is the clients' deadline. Grey bands are fault windows; a gap means no requests that second.",
 		Empty: "No per-second series were recorded."}
 	goodput := chartGroup{Title: "Goodput over time",
-		Note:  "Answers that succeeded within the client's deadline, per second of sends. The thin grey line is the load offered. A second the schedule covers only in part (a short run's last) is left out: its few sends would read as a collapse; they count in the tables.",
+		Note:  "Answers that succeeded within the client's deadline, per second of sends. The thin grey line is the load offered: the schedule's rate. A second the schedule covers only in part (a short run's last) is left out: its few sends would read as a collapse; they count in the tables.",
 		Empty: "No per-second series were recorded."}
 	headline := headlineClass(modes)
 	var story chartFigure
@@ -136,12 +136,8 @@ func newHTMLReport(r loadtest.Results) htmlReport {
 			good.Series = append(good.Series, chartSeries{Name: m.Mode, Colour: colour, Dash: dash, Points: ok})
 		}
 		if len(modes) > 0 {
-			// The schedule is the same in every mode: one offered line.
-			var offered []chartPoint
-			for _, s := range scheduled(modes[0], modes[0].Series[class]) {
-				offered = append(offered, chartPoint{float64(s.T) + 0.5, float64(s.Requests)})
-			}
-			good.Series = append(good.Series, chartSeries{Name: "offered (requests/s)", Colour: "#888888", Dash: "3 5", Thin: true, Points: offered})
+			good.Series = append(good.Series, chartSeries{Name: "offered (requests/s)", Colour: "#888888", Dash: "3 5", Thin: true,
+				Points: offered(r.Settings, modes[0], class)})
 		}
 		latency.Figures = append(latency.Figures, chartFigure{Title: class, SVG: lat.svg()})
 		goodput.Figures = append(goodput.Figures, chartFigure{Title: class, SVG: good.svg()})
@@ -157,6 +153,30 @@ func newHTMLReport(r loadtest.Results) htmlReport {
 	rep.Settings = settingsOf(r.Settings, modes)
 	rep.Mechanisms = mechanismsOf(modes)
 	return rep
+}
+
+// offered is the load offered to class: the schedule's rate in each
+// phase, the same in every mode, as a step line over the phases of m.
+// Results that do not record the rates draw what m's generator sent each
+// second instead.
+func offered(s loadtest.RunSettings, m loadtest.ModeResult, class string) []chartPoint {
+	i := slices.IndexFunc(s.Classes, func(c loadtest.ClassSetting) bool { return c.Class == class })
+	if i < 0 || len(m.Phases) == 0 {
+		var out []chartPoint
+		for _, sec := range scheduled(m, m.Series[class]) {
+			out = append(out, chartPoint{float64(sec.T) + 0.5, float64(sec.Requests)})
+		}
+		return out
+	}
+	var out []chartPoint
+	for _, p := range m.Phases {
+		rate := s.Classes[i].Rate
+		if r, ok := p.Rates[class]; ok {
+			rate = r
+		}
+		out = append(out, chartPoint{p.StartS, rate}, chartPoint{p.EndS, rate})
+	}
+	return out
 }
 
 // storyPlotH is the first screen's goodput chart's plot height.

@@ -179,3 +179,21 @@ func TestFormatRatio(t *testing.T) {
 		}
 	}
 }
+
+// TestOfferedIsTheSchedule: the offered line is the schedule's rate in
+// each phase, not what one mode's generator managed to send.
+func TestOfferedIsTheSchedule(t *testing.T) {
+	r := sampleResults()
+	m := r.Modes[0]
+	m.Phases = slices.Clone(m.Phases)
+	m.Phases[1].Rates = map[string]float64{"checkout": 40}
+	got := offered(r.Settings, m, "checkout")
+	want := []chartPoint{{0, 20}, {4, 20}, {4, 40}, {10, 40}}
+	if !slices.Equal(got, want) {
+		t.Errorf("offered %v, want %v", got, want)
+	}
+	// Without the rates recorded, what was sent each second.
+	if got := offered(loadtest.RunSettings{}, m, "checkout"); len(got) != 10 || got[0] != (chartPoint{0.5, 20}) {
+		t.Errorf("offered without settings %v, want the ten seconds sent", got)
+	}
+}
