@@ -102,13 +102,20 @@ func readBlocks(path, rel string) ([]block, error) {
 	return blocks, nil
 }
 
-// docFiles are README.md and docs/*.md, relative to the repository root.
+// docFiles are README.md, docs/*.md and the course's pages,
+// docs/course/*.md, relative to the repository root. The course comes last,
+// so that a command it shares with a reference page runs once and is
+// checked against both pages' expectations.
 func docFiles(root string) ([]string, error) {
-	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		return nil, err
+	files := []string{filepath.Join(root, "README.md")}
+	for _, pattern := range []string{"docs/*.md", "docs/course/*.md"} {
+		matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(pattern)))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, matches...)
 	}
-	files = append([]string{filepath.Join(root, "README.md")}, files...)
+	var err error
 	for i, f := range files {
 		if files[i], err = filepath.Rel(root, f); err != nil {
 			return nil, err

@@ -1,5 +1,6 @@
-// Package docs_test runs the commands that README.md and docs/*.md show,
-// and checks that they do what the text says they do.
+// Package docs_test runs the commands that README.md, docs/*.md and the
+// course (docs/course/*.md) show, and checks that they do what the text
+// says they do.
 //
 // Every ```sh block carries a marker on the line right before its fence
 // (blocks_test.go explains the convention): either it is runnable, with
@@ -31,7 +32,8 @@ import (
 // root is the repository root, seen from this package's directory.
 const root = ".."
 
-// allBlocks reads every fenced block of README.md and docs/*.md.
+// allBlocks reads every fenced block of README.md, docs/*.md and
+// docs/course/*.md.
 func allBlocks(t *testing.T) []block {
 	t.Helper()
 	files, err := docFiles(root)

@@ -80,3 +80,26 @@ func TestCommands(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// The course's pages are read too, after the reference pages whose
+// commands they share.
+func TestDocFilesIncludeTheCourse(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"README.md", "docs/lesson-7.md", "docs/course/index.md", "docs/course/notes.txt"} {
+		path := filepath.Join(dir, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := docFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := filepath.ToSlash(strings.Join(files, " "))
+	if want := "README.md docs/lesson-7.md docs/course/index.md"; got != want {
+		t.Errorf("docFiles = %q, want %q", got, want)
+	}
+}
