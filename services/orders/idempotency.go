@@ -45,6 +45,25 @@ type Keys interface {
 	Reap(ctx context.Context, cutoff time.Time, limit int) (int, error)
 }
 
+// OrderKeys is a Keys that keeps the orders in the same database
+// (PGKeys): it claims a checkout's key and records its order in one
+// transaction, and records the order's outcome with the key's answer in
+// one, so that a keyed checkout commits twice in orders rather than four
+// times (docs/performance.md). With key stores that are not (the memory
+// ones), the Service makes the writes one after the other.
+type OrderKeys interface {
+	// ClaimWithOrder is Claim, and — when the key was free: claimed, and
+	// not taken over — o stored as Store.Create would, in the same
+	// transaction.
+	ClaimWithOrder(ctx context.Context, key, hash string, now, leaseUntil time.Time, o Order) (rec KeyRecord, claimed bool, err error)
+	// CompleteWithOrder replaces the stored order with o, as Store.Update
+	// does, and stores response as key's answer, in one transaction.
+	// answered is false when key is unknown (the order is updated all the
+	// same); an unknown order is an error with code NotFound, and then
+	// nothing changes.
+	CompleteWithOrder(ctx context.Context, o Order, key string, response []byte) (answered bool, err error)
+}
+
 // KeyRecord is a stored idempotency key.
 type KeyRecord struct {
 	Key         string
@@ -100,10 +119,13 @@ func (r PlaceRequest) Hash() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// placeOnce runs a checkout under its idempotency key.
+// placeOnce runs a checkout under its idempotency key. The key is
+// claimed and the order recorded in one write (claimWithOrder), and the
+// order's outcome is recorded with the key's answer in one (save, through
+// answering), so a checkout that succeeds writes twice in orders.
 func (s *Service) placeOnce(ctx context.Context, req PlaceRequest) (Order, error) {
-	hash, now := req.Hash(), s.now()
-	rec, claimed, err := s.keys.Claim(ctx, req.IdempotencyKey, hash, now, now.Add(KeyLease))
+	hash, o := req.Hash(), s.newOrder(req)
+	rec, claimed, err := s.claimWithOrder(ctx, req, hash, o)
 	if err != nil {
 		return Order{}, err
 	}
@@ -130,36 +152,98 @@ func (s *Service) placeOnce(ctx context.Context, req PlaceRequest) (Order, error
 		if o, done, err := s.resume(ctx, req.IdempotencyKey); done || err != nil {
 			return o, err
 		}
+		if err := s.store.Create(ctx, o); err != nil {
+			s.releaseKey(ctx, req.IdempotencyKey)
+			return Order{}, err
+		}
 	}
 
-	o, err := s.place(ctx, req)
+	o, err = s.run(answering(ctx, req.IdempotencyKey), o)
 	bctx, cancel := bookkeeping(ctx)
 	defer cancel()
-	if errors.Is(err, errUnrecorded) {
+	switch {
+	case err == nil:
+		// save stored the answer with the order.
+		return o, nil
+	case errors.Is(err, errUnrecorded):
 		// The order is in the store, pending, perhaps charged: keep the
 		// key held, so a retry waits (409) rather than charging again,
 		// until the sweeper settles the order and answers the key.
 		return Order{}, err
-	}
-	if err != nil && o.ChargeID == "" {
+	case o.ChargeID == "":
 		// Nothing was charged: the order failed and its stock is back.
 		// Let the client's retry try again.
-		if rerr := s.keys.Release(bctx, req.IdempotencyKey); rerr != nil {
-			s.log.Error("releasing an idempotency key", "key", req.IdempotencyKey, "err", rerr)
-		}
+		s.releaseKey(bctx, req.IdempotencyKey)
 		return o, err
 	}
-	// The answer is final — an order, or a failure after the money was
-	// taken (a retry must not charge again): store it for replay.
-	a := storedAnswer{Order: o}
-	if err != nil {
-		a = storedAnswer{Code: apperr.GRPCCode(err), Message: err.Error(), Public: apperr.Public(err)}
-	}
-	b, _ := json.Marshal(a)
+	// A failure after the money was taken is final too (a retry must not
+	// charge again): store it for replay.
+	b, _ := json.Marshal(storedAnswer{Code: apperr.GRPCCode(err), Message: err.Error(), Public: apperr.Public(err)})
 	if cerr := s.keys.Complete(bctx, req.IdempotencyKey, b); cerr != nil {
 		s.log.Error("storing the answer of an idempotency key", "key", req.IdempotencyKey, "err", cerr)
 	}
 	return o, err
+}
+
+// claimWithOrder claims req's key and, when it was free, records o: in one
+// transaction when the key store can (OrderKeys), else one after the
+// other, giving the key back when the order cannot be recorded.
+func (s *Service) claimWithOrder(ctx context.Context, req PlaceRequest, hash string, o Order) (KeyRecord, bool, error) {
+	now := s.now()
+	if both, ok := s.keys.(OrderKeys); ok {
+		return both.ClaimWithOrder(ctx, req.IdempotencyKey, hash, now, now.Add(KeyLease), o)
+	}
+	rec, claimed, err := s.keys.Claim(ctx, req.IdempotencyKey, hash, now, now.Add(KeyLease))
+	if err != nil || !claimed || rec.TakenOver {
+		return rec, claimed, err
+	}
+	if err := s.store.Create(ctx, o); err != nil {
+		bctx, cancel := bookkeeping(ctx)
+		defer cancel()
+		s.releaseKey(bctx, req.IdempotencyKey)
+		return KeyRecord{}, false, err
+	}
+	return rec, true, nil
+}
+
+// releaseKey gives up a claim, logging a failure: the key then expires
+// with its lease.
+func (s *Service) releaseKey(ctx context.Context, key string) {
+	if err := s.keys.Release(ctx, key); err != nil {
+		s.log.Error("releasing an idempotency key", "key", key, "err", err)
+	}
+}
+
+// answeringKey marks a request's context with the idempotency key its
+// checkout's outcome answers: save stores the answer with the order.
+type answeringKey struct{}
+
+// answering returns ctx marked to answer key when the order is saved.
+func answering(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, answeringKey{}, key)
+}
+
+// record writes o at the end of a checkout: with its stored answer when
+// ctx answers o's idempotency key (answering), in one transaction when the
+// key store can (OrderKeys).
+func (s *Service) record(ctx context.Context, o Order) error {
+	key, _ := ctx.Value(answeringKey{}).(string)
+	if key == "" || key != o.IdempotencyKey {
+		return s.store.Update(ctx, o)
+	}
+	b, _ := json.Marshal(storedAnswer{Order: o})
+	var answered bool
+	var err error
+	if both, ok := s.keys.(OrderKeys); ok {
+		answered, err = both.CompleteWithOrder(ctx, o, key, b)
+	} else if err = s.store.Update(ctx, o); err == nil {
+		cerr := s.keys.Complete(ctx, key, b)
+		answered = cerr == nil
+	}
+	if err == nil && !answered {
+		s.log.Error("storing the answer of an idempotency key: the key is gone", "key", key, "order_id", o.ID)
+	}
+	return err
 }
 
 // storedAnswer is what a completed key replays: the order, or the error

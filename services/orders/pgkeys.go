@@ -113,3 +113,93 @@ func (k *PGKeys) Reap(ctx context.Context, cutoff time.Time, limit int) (int, er
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+var _ OrderKeys = (*PGKeys)(nil)
+
+// orderParams are orderColumns as parameters $first, $first+1, …, each
+// cast to its column's type: in the INSERT … SELECT of ClaimWithOrder,
+// PostgreSQL cannot take the types from the columns, as it does for
+// VALUES.
+func orderParams(first int) string {
+	types := []string{"text", "text", "text", "jsonb", "text", "text", "text", "bigint",
+		"text", "text", "text", "text", "text", "timestamptz", "timestamptz", "text", "boolean",
+		"integer", "integer", "text[]"}
+	out := ""
+	for i, typ := range types {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("$%d::%s", first+i, typ)
+	}
+	return out
+}
+
+// claimWithOrderSQL is Claim's statement with the order's insert beside
+// it: one statement, so one transaction and one commit. The order is
+// inserted only when the key was free (the claim returns a row, and its
+// holder is the first): a takeover first looks for what the vanished
+// holder left (Service.resume).
+var claimWithOrderSQL = `
+	WITH k AS (
+		INSERT INTO orders.idempotency_keys AS k (key, request_hash, lease_until, created_at)
+		VALUES ($1, $2, $4, $3)
+		ON CONFLICT (key) DO UPDATE
+			SET request_hash = excluded.request_hash, completed = false, response = NULL,
+			    lease_until = excluded.lease_until, created_at = excluded.created_at, holders = k.holders + 1
+			WHERE NOT k.completed AND k.lease_until <= $3 AND k.request_hash = excluded.request_hash
+		RETURNING ` + keyColumns + `
+	), o AS (
+		INSERT INTO orders.orders (` + orderColumns + `)
+		SELECT ` + orderParams(5) + ` FROM k WHERE k.holders = 1
+	)
+	SELECT ` + keyColumns + ` FROM k`
+
+// ClaimWithOrder implements OrderKeys: Claim, and o recorded in the same
+// statement when the key was free.
+func (k *PGKeys) ClaimWithOrder(ctx context.Context, key, hash string, now, leaseUntil time.Time, o Order) (KeyRecord, bool, error) {
+	args := append([]any{key, hash, now, leaseUntil}, orderArgs(o)...)
+	for range claimAttempts {
+		rec, err := scanKey(k.pool.QueryRow(ctx, claimWithOrderSQL, args...))
+		switch {
+		case err == nil:
+			return rec, true, nil
+		case !postgres.NoRows(err):
+			return KeyRecord{}, false, postgres.Error(err, "claiming an idempotency key and recording its order")
+		}
+		rec, err = scanKey(k.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM orders.idempotency_keys WHERE key = $1`, key))
+		switch {
+		case err == nil:
+			return rec, false, nil
+		case !postgres.NoRows(err):
+			return KeyRecord{}, false, postgres.Error(err, "reading an idempotency key")
+		}
+	}
+	return KeyRecord{}, false, apperr.New(apperr.Unavailable, "idempotency key %q keeps changing hands; retry", key)
+}
+
+// CompleteWithOrder implements OrderKeys in one statement: the order's
+// update, and the key's answer only when the order was there.
+func (k *PGKeys) CompleteWithOrder(ctx context.Context, o Order, key string, response []byte) (bool, error) {
+	if response == nil {
+		response = []byte{}
+	}
+	var updated, answered bool
+	err := k.pool.QueryRow(ctx, `
+		WITH o AS (
+			UPDATE orders.orders SET (`+orderColumns+`) =
+				($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+			WHERE id = $1 RETURNING id
+		), a AS (
+			UPDATE orders.idempotency_keys SET completed = true, response = $22
+			WHERE key = $21 AND EXISTS (SELECT FROM o) RETURNING key
+		)
+		SELECT EXISTS (SELECT FROM o), EXISTS (SELECT FROM a)`,
+		append(orderArgs(o), key, response)...).Scan(&updated, &answered)
+	switch {
+	case err != nil:
+		return false, postgres.Error(err, "updating an order and storing its answer")
+	case !updated:
+		return false, apperr.New(apperr.NotFound, "unknown order %q", o.ID)
+	}
+	return answered, nil
+}

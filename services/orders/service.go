@@ -133,6 +133,15 @@ func (s *Service) PlaceOrder(ctx context.Context, req PlaceRequest) (Order, erro
 //     critical path once the money is taken (the Outbox mechanism; off,
 //     the checkout fails).
 func (s *Service) place(ctx context.Context, req PlaceRequest) (Order, error) {
+	o := s.newOrder(req)
+	if err := s.store.Create(ctx, o); err != nil {
+		return Order{}, err
+	}
+	return s.run(ctx, o)
+}
+
+// newOrder is the pending order of a checkout, not stored yet.
+func (s *Service) newOrder(req PlaceRequest) Order {
 	now := s.now()
 	o := Order{
 		ID: newID("ord"), Status: StatusPending, Customer: req.Customer,
@@ -140,9 +149,11 @@ func (s *Service) place(ctx context.Context, req PlaceRequest) (Order, error) {
 		CreatedAt: now, UpdatedAt: now,
 	}
 	o.PaymentKey = "pay_" + o.ID
-	if err := s.store.Create(ctx, o); err != nil {
-		return Order{}, err
-	}
+	return o
+}
+
+// run takes a stored pending order through the chain (see place).
+func (s *Service) run(ctx context.Context, o Order) (Order, error) {
 	est := s.askEstimate(ctx, o)
 
 	o, err := s.prepare(ctx, o)
@@ -200,16 +211,17 @@ func (s *Service) ship(ctx context.Context, o Order, est *quote) (Order, error) 
 	return s.save(ctx, o)
 }
 
-// save records o, whatever is left of the request's budget. When the
-// store fails, the order stays pending in the store with its stock held
-// and perhaps its money taken: the error wraps errUnrecorded, and the
+// save records o, whatever is left of the request's budget, with the
+// answer to its idempotency key when the checkout answers one (record).
+// When the store fails, the order stays pending in the store with its
+// stock held and perhaps its money taken: the error wraps errUnrecorded, and the
 // sweeper settles the order later (reconcile.go).
 func (s *Service) save(ctx context.Context, o Order) (Order, error) {
 	bctx, cancel := bookkeeping(ctx)
 	defer cancel()
 	s.finish(bctx)
 	o.UpdatedAt = s.now()
-	if err := s.store.Update(bctx, o); err != nil {
+	if err := s.record(bctx, o); err != nil {
 		return Order{}, fmt.Errorf("%w: %w", errUnrecorded, err)
 	}
 	return o, nil
