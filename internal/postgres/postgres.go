@@ -51,6 +51,11 @@ func Open(ctx context.Context, databaseURL string, o Options) (*pgxpool.Pool, er
 		return nil, fmt.Errorf("postgres: max conns %d is outside 0 to 10000", o.MaxConns)
 	}
 	cfg.MaxConns = int32(cmp.Or(o.MaxConns, DefaultMaxConns))
+	// Counts its commits (counter.go). pgx's statement cache stays on, as
+	// by default: each connection prepares a statement the first time it
+	// runs it and reuses it after (QueryExecModeCacheStatement, 512
+	// statements per connection).
+	cfg.ConnConfig.Tracer = &counter{}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = cmp.Or(o.ConnectTimeout, DefaultConnectTimeout)
 	}

@@ -64,6 +64,9 @@ type DBStats struct {
 	EmptyAcquireCount    int64 `json:"empty_acquire_count"`
 	CanceledAcquireCount int64 `json:"canceled_acquire_count"`
 	NewConnsCount        int64 `json:"new_conns_count"`
+	// The pool's commits, by kind, and its transactions open now
+	// (internal/postgres/counter.go).
+	postgres.Counts
 }
 
 func dbStatsHandler(pool *pgxpool.Pool) http.Handler {
@@ -75,6 +78,7 @@ func dbStatsHandler(pool *pgxpool.Pool) http.Handler {
 			IdleConns: st.IdleConns(), ConstructingConns: st.ConstructingConns(),
 			AcquireCount: st.AcquireCount(), EmptyAcquireCount: st.EmptyAcquireCount(),
 			CanceledAcquireCount: st.CanceledAcquireCount(), NewConnsCount: st.NewConnsCount(),
+			Counts: postgres.CountsOf(pool),
 		})
 	})
 }

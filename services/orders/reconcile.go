@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
+	"github.com/mercado-lab/mercado/internal/postgres"
 )
 
 // Background work timings: how often the workers look, how long an order
@@ -281,8 +282,10 @@ func (s *Service) FlushOutbox(ctx context.Context) (booked int, err error) {
 }
 
 // RunWorkers runs the reconciler, the sweeper, the outbox and the key
-// reaper until ctx ends.
+// reaper until ctx ends. Their commits are deferred ones: no checkout
+// waits for them (postgres.Deferred).
 func (s *Service) RunWorkers(ctx context.Context, log *slog.Logger) {
+	ctx = postgres.Deferred(ctx)
 	tick := time.NewTicker(workerEvery)
 	defer tick.Stop()
 	lastReap := time.Time{}

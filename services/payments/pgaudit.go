@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mercado-lab/mercado/internal/postgres"
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // PGAuditStore is the AuditStore on PostgreSQL.
@@ -28,7 +29,14 @@ func NewPGAuditStore(pool *pgxpool.Pool) (*PGAuditStore, error) {
 // Record implements AuditStore: the insert stores e or, when the order
 // has an entry, does nothing and returns no row; only then is the stored
 // entry read.
+//
+// An entry orders' audit queue sends (the background class) is deferred
+// work, counted so (postgres.Deferred); one written in line, with the
+// Criticality mechanism off, is the checkout's own.
 func (s *PGAuditStore) Record(ctx context.Context, e AuditEntry) (AuditEntry, error) {
+	if deadline.ClassOf(ctx) == deadline.Background {
+		ctx = postgres.Deferred(ctx)
+	}
 	const cols = `order_id, customer, total_cents, charge_id, request_id, confirmed_at, recorded_at`
 	scan := func(row interface{ Scan(...any) error }) (AuditEntry, error) {
 		var out AuditEntry

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/mercado-lab/mercado/internal/postgres"
 )
 
 // A charge stays pending while the provider works on it. The process
@@ -43,8 +45,10 @@ func (s *Service) ResendPending(ctx context.Context) (int, error) {
 	return sent, nil
 }
 
-// RunWorkers resends abandoned charges until ctx ends.
+// RunWorkers resends abandoned charges until ctx ends. Their commits are
+// deferred ones: no checkout waits for them (postgres.Deferred).
 func (s *Service) RunWorkers(ctx context.Context, log *slog.Logger) {
+	ctx = postgres.Deferred(ctx)
 	tick := time.NewTicker(resendEvery)
 	defer tick.Stop()
 	for {

@@ -155,3 +155,38 @@ func firstWords(sql string) string {
 	}
 	return strings.Join(f, " ")
 }
+
+// SettledCommits is db's committed transactions as the server counts them
+// (pg_stat_database.xact_commit, read-only transactions included), once
+// the count stops moving. A server process adds its counts to that view
+// when it has been idle a while or when it ends, so call it with nothing
+// connected to db.
+func SettledCommits(t testing.TB, db Database) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, db.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	last := int64(-1)
+	for {
+		var n int64
+		// Each query is a transaction of its own, so each reads the
+		// counter afresh rather than the first read's snapshot.
+		err := conn.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = $1`, db.Name).Scan(&n)
+		if err != nil {
+			t.Fatalf("reading %s's commits: %v", db.Name, err)
+		}
+		if n == last {
+			return n
+		}
+		last = n
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s's commit count kept moving", db.Name)
+		case <-time.After(1500 * time.Millisecond):
+		}
+	}
+}

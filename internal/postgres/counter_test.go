@@ -1,0 +1,115 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mercado-lab/mercado/internal/postgres"
+	"github.com/mercado-lab/mercado/internal/postgres/pgtest"
+)
+
+// A pool's commit counters agree with the server's own count of the
+// transactions committed, statement by statement: single statements
+// (read-only ones too), explicit transactions, batches; rolled-back work
+// and failed statements are not commits. The server also counts what
+// the pool does not: opening a connection, its first ping, and preparing
+// a statement the first time a connection runs it (each a transaction
+// that writes nothing, so waits for no disk). So the work is run twice on
+// one connection, and a session that runs it once is subtracted: the
+// second run, every statement prepared, is what is compared.
+func TestCountsAgreeWithTheServer(t *testing.T) {
+	pool, db := pgtest.Open(t, 1)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE t (n int PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+
+	work := func(p *pgxpool.Pool, run int) {
+		exec := func(ctx context.Context, sql string, args ...any) error {
+			_, err := p.Exec(ctx, sql, args...)
+			return err
+		}
+		n := run * 10
+		if err := exec(ctx, `INSERT INTO t VALUES ($1)`, n+1); err != nil { // 1
+			t.Fatal(err)
+		}
+		if err := exec(ctx, `SELECT count(*) FROM t WHERE n > $1`, n); err != nil { // 2, read-only
+			t.Fatal(err)
+		}
+		if err := exec(postgres.Deferred(ctx), `INSERT INTO t VALUES ($1)`, n+2); err != nil { // deferred 1
+			t.Fatal(err)
+		}
+		if err := exec(ctx, `INSERT INTO t VALUES ($1)`, n+1); err == nil { // a duplicate: rolled back
+			t.Fatal("a duplicate insert succeeded")
+		}
+		err := postgres.InTx(ctx, p, func(tx pgx.Tx) error { // 3
+			if open := postgres.CountsOf(p).OpenTransactions; open != 1 {
+				t.Errorf("inside a transaction: %d open, want 1", open)
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO t VALUES ($1)`, n+3)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bctx, cancel := context.WithTimeout(ctx, time.Minute) // with a deadline, InTx bounds its statements too
+		defer cancel()
+		errFn := errors.New("changed my mind")
+		if err := postgres.InTx(bctx, p, func(tx pgx.Tx) error { // rolled back
+			if _, err := tx.Exec(bctx, `INSERT INTO t VALUES ($1)`, n+4); err != nil {
+				return err
+			}
+			return errFn
+		}); !errors.Is(err, errFn) {
+			t.Fatalf("InTx = %v, want fn's error", err)
+		}
+		var b pgx.Batch // 4: one implicit transaction for the whole batch
+		b.Queue(`INSERT INTO t VALUES ($1)`, n+5)
+		b.Queue(`INSERT INTO t VALUES ($1)`, n+6)
+		if err := p.SendBatch(ctx, &b).Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	session := func(runs int) (server int64, pool postgres.Counts) {
+		before := pgtest.SettledCommits(t, db)
+		p, err := postgres.Open(ctx, db.URL, postgres.Options{MaxConns: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for run := range runs {
+			work(p, 10*runs+run)
+		}
+		counts := postgres.CountsOf(p)
+		p.Close()
+		return pgtest.SettledCommits(t, db) - before, counts
+	}
+	once, onceCounts := session(1)
+	twice, twiceCounts := session(2)
+	want := postgres.Counts{RequestCommits: 4, DeferredCommits: 1}
+	got := postgres.Counts{RequestCommits: twiceCounts.RequestCommits - onceCounts.RequestCommits,
+		DeferredCommits: twiceCounts.DeferredCommits - onceCounts.DeferredCommits, OpenTransactions: twiceCounts.OpenTransactions}
+	if got != want || onceCounts != want {
+		t.Errorf("pool counts of one run = %+v (first run %+v), want %+v", got, onceCounts, want)
+	}
+	if n := twice - once; n != got.RequestCommits+got.DeferredCommits {
+		t.Errorf("the server counted %d commits for one run (%d less %d), the pool %d",
+			n, twice, once, got.RequestCommits+got.DeferredCommits)
+	}
+}
+
+// pgx's statement cache is on in the pools Open returns: each connection
+// prepares a statement once and reuses it.
+func TestStatementCacheIsOn(t *testing.T) {
+	pool, _ := pgtest.Open(t, 1)
+	cfg := pool.Config().ConnConfig
+	if cfg.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement || cfg.StatementCacheCapacity <= 0 {
+		t.Errorf("query exec mode %v, statement cache capacity %d; want the statement cache on",
+			cfg.DefaultQueryExecMode, cfg.StatementCacheCapacity)
+	}
+}
