@@ -160,7 +160,8 @@ func firstWords(sql string) string {
 // (pg_stat_database.xact_commit, read-only transactions included), once
 // the count stops moving. A server process adds its counts to that view
 // when it has been idle a while or when it ends, so call it with nothing
-// connected to db.
+// connected to db: it first waits until the server processes of the
+// connections closed last have ended.
 func SettledCommits(t testing.TB, db Database) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -170,6 +171,21 @@ func SettledCommits(t testing.TB, db Database) int64 {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
+	for {
+		var sessions int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, db.Name).Scan(&sessions)
+		if err != nil {
+			t.Fatalf("counting %s's sessions: %v", db.Name, err)
+		}
+		if sessions == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s still has %d sessions", db.Name, sessions)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	last := int64(-1)
 	for {
 		var n int64
