@@ -299,9 +299,11 @@ func queryInt(t *testing.T, url, sql string, args ...any) int64 {
 }
 
 // unsettled counts what is still moving: orders not in a final state,
-// confirmed orders whose shipment is not booked, charges still pending.
+// confirmed orders whose shipment is not booked, failed orders whose stock
+// the worker is still to give back, charges still pending.
 const unsettledSQL = `SELECT
 	(SELECT count(*) FROM orders.orders WHERE status IN ('pending', 'payment_pending')) +
+	(SELECT count(*) FROM orders.orders WHERE status = 'failed' AND stock_held) +
 	(SELECT count(*) FROM orders.orders WHERE status = 'confirmed' AND shipment_status <> 'booked') +
 	(SELECT count(*) FROM payments.charges WHERE status = 'pending')`
 
