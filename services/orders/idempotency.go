@@ -232,18 +232,20 @@ func (s *Service) record(ctx context.Context, o Order) error {
 		return s.store.Update(ctx, o)
 	}
 	b, _ := json.Marshal(storedAnswer{Order: o})
-	var answered bool
-	var err error
 	if both, ok := s.keys.(OrderKeys); ok {
-		answered, err = both.CompleteWithOrder(ctx, o, key, b)
-	} else if err = s.store.Update(ctx, o); err == nil {
-		cerr := s.keys.Complete(ctx, key, b)
-		answered = cerr == nil
+		answered, err := both.CompleteWithOrder(ctx, o, key, b)
+		if err == nil && !answered {
+			s.log.Error("storing the answer of an idempotency key: the key is gone", "key", key, "order_id", o.ID)
+		}
+		return err
 	}
-	if err == nil && !answered {
-		s.log.Error("storing the answer of an idempotency key: the key is gone", "key", key, "order_id", o.ID)
+	if err := s.store.Update(ctx, o); err != nil {
+		return err
 	}
-	return err
+	if err := s.keys.Complete(ctx, key, b); err != nil {
+		s.log.Error("storing the answer of an idempotency key", "key", key, "order_id", o.ID, "err", err)
+	}
+	return nil
 }
 
 // storedAnswer is what a completed key replays: the order, or the error
