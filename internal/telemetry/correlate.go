@@ -47,8 +47,8 @@ func (t *Tracing) CorrelateHTTP(next http.Handler) http.Handler {
 func (t *Tracing) UnaryServerCorrelate() grpc.UnaryServerInterceptor {
 	enabled := t.Enabled()
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if md, ok := metadata.FromIncomingContext(ctx); ok && !enabled {
-			ctx = propagator.Extract(ctx, mdCarrier(md))
+		if !enabled {
+			ctx = propagator.Extract(ctx, incomingCarrier{ctx})
 		}
 		return handler(ctx, req)
 	}
@@ -60,14 +60,8 @@ func (t *Tracing) Outgoing(ctx context.Context) context.Context {
 	if t.Enabled() || !trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx
 	}
-	md := metadata.MD{}
-	propagator.Inject(ctx, mdCarrier(md))
-	kv := make([]string, 0, 2*len(md))
-	for k, vs := range md {
-		for _, v := range vs {
-			kv = append(kv, k, v)
-		}
-	}
+	var kv outgoingCarrier
+	propagator.Inject(ctx, &kv)
 	return metadata.AppendToOutgoingContext(ctx, kv...)
 }
 
@@ -81,22 +75,34 @@ func newSpanContext() trace.SpanContext {
 	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, Remote: true})
 }
 
-// mdCarrier reads and writes the trace context in gRPC metadata.
-type mdCarrier metadata.MD
+// incomingCarrier reads the trace context from a request's incoming
+// metadata one key at a time: the propagator asks only for its own keys
+// (traceparent, tracestate), so the rest of the metadata is not copied.
+type incomingCarrier struct{ ctx context.Context }
 
-func (c mdCarrier) Get(key string) string {
-	if vs := metadata.MD(c).Get(key); len(vs) > 0 {
+func (c incomingCarrier) Get(key string) string {
+	if vs := metadata.ValueFromIncomingContext(c.ctx, key); len(vs) > 0 {
 		return vs[0]
 	}
 	return ""
 }
 
-func (c mdCarrier) Set(key, value string) { metadata.MD(c).Set(key, value) }
+func (c incomingCarrier) Set(string, string) {}
 
-func (c mdCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
+func (c incomingCarrier) Keys() []string { return propagator.Fields() }
+
+// outgoingCarrier collects the trace context as the key, value pairs
+// metadata.AppendToOutgoingContext takes.
+type outgoingCarrier []string
+
+func (c *outgoingCarrier) Get(string) string { return "" }
+
+func (c *outgoingCarrier) Set(key, value string) { *c = append(*c, key, value) }
+
+func (c *outgoingCarrier) Keys() []string {
+	var keys []string
+	for i := 0; i < len(*c); i += 2 {
+		keys = append(keys, (*c)[i])
 	}
 	return keys
 }

@@ -92,23 +92,28 @@ const MetadataKey = "server-timing"
 // out when zero) are Mercado's extensions, which the header's grammar
 // allows and browsers ignore.
 func Format(hops []Hop) string {
-	var b strings.Builder
+	b := make([]byte, 0, 64*len(hops))
 	for i, h := range hops {
 		if i > 0 {
-			b.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		fmt.Fprintf(&b, "%s;dur=%.1f", h.Name, ms(h.Took))
+		b = append(b, h.Name...)
+		b = append(b, ";dur="...)
+		b = strconv.AppendFloat(b, ms(h.Took), 'f', 1, 64)
 		if h.Outcome != "" {
-			fmt.Fprintf(&b, ";desc=%q", h.Outcome)
+			b = append(b, ";desc="...)
+			b = strconv.AppendQuote(b, h.Outcome)
 		}
 		if h.Timeout > 0 {
-			fmt.Fprintf(&b, ";timeout=%d", h.Timeout.Milliseconds())
+			b = append(b, ";timeout="...)
+			b = strconv.AppendInt(b, h.Timeout.Milliseconds(), 10)
 		}
 		if h.Start > 0 {
-			fmt.Fprintf(&b, ";start=%.1f", ms(h.Start))
+			b = append(b, ";start="...)
+			b = strconv.AppendFloat(b, ms(h.Start), 'f', 1, 64)
 		}
 	}
-	return b.String()
+	return string(b)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -117,14 +122,14 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // are ignored; a metric without a dur counts as zero.
 func Parse(value string) ([]Hop, error) {
 	var hops []Hop
-	for _, metric := range strings.Split(value, ",") {
+	for metric := range strings.SplitSeq(value, ",") {
 		metric = strings.TrimSpace(metric)
 		if metric == "" {
 			continue
 		}
-		params := strings.Split(metric, ";")
-		h := Hop{Name: strings.TrimSpace(params[0])}
-		for _, p := range params[1:] {
+		name, params, _ := strings.Cut(metric, ";")
+		h := Hop{Name: strings.TrimSpace(name)}
+		for p := range strings.SplitSeq(params, ";") {
 			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
 			switch k {
 			case "dur":

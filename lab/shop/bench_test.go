@@ -2,6 +2,7 @@ package shop_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -79,7 +80,6 @@ func benchmarkCheckout(b *testing.B, cfg shop.Config) {
 	}
 	b.Cleanup(func() { _ = s.Stop() })
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-	const body = `{"customer":"bench","items":[{"sku":"mug-stoneware","qty":1}],"address":"1 Bench St"}`
 	var (
 		seq    atomic.Int64
 		failed atomic.Int64
@@ -89,19 +89,9 @@ func benchmarkCheckout(b *testing.B, cfg shop.Config) {
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			req, _ := http.NewRequest(http.MethodPost, s.GatewayURL()+"/api/checkout", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Idempotency-Key", `"bench-`+strconv.FormatInt(seq.Add(1), 10)+`"`)
-			resp, err := client.Do(req)
-			if err != nil {
-				failed.Add(1)
-				continue
-			}
-			got, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusCreated {
+			if err := benchCheckout(client, s.GatewayURL(), "bench-"+strconv.FormatInt(seq.Add(1), 10)); err != nil {
 				if failed.Add(1) == 1 {
-					b.Logf("first failure: %d %s", resp.StatusCode, got)
+					b.Logf("first failure: %v", err)
 				}
 			}
 		}
@@ -111,5 +101,66 @@ func benchmarkCheckout(b *testing.B, cfg shop.Config) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "checkouts/s")
 	if n := failed.Load(); n > 0 {
 		b.Errorf("%d of %d checkouts did not answer 201", n, b.N)
+	}
+}
+
+// benchCheckout posts one checkout of a mug under the Idempotency-Key key, as
+// a client does, and reads the whole answer.
+func benchCheckout(client *http.Client, gateway, key string) error {
+	const body = `{"customer":"bench","items":[{"sku":"mug-stoneware","qty":1}],"address":"1 Bench St"}`
+	req, err := http.NewRequest(http.MethodPost, gateway+"/api/checkout", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", `"`+key+`"`)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("%d %s", resp.StatusCode, got)
+	}
+	return nil
+}
+
+// maxAllocsPerCheckout bounds the heap allocations of one memory-store
+// checkout, all five services and the client together: about 1,800
+// measured (docs/performance.md), with room for the run-to-run spread.
+// Most of them are gRPC's own: a checkout makes seven gRPC calls, and each
+// costs well over a hundred allocations in gRPC and its HTTP/2 transport.
+const maxAllocsPerCheckout = 2000
+
+// TestCheckoutAllocations keeps the checkout path from growing: one
+// budgeted checkout on the memory stores, after a warm-up, must not
+// allocate more than maxAllocsPerCheckout times. Allocations are counted,
+// not timed, so a busy machine moves the figure little (a little: work the
+// services do between checkouts counts too).
+func TestCheckoutAllocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the shop and makes a few hundred checkouts")
+	}
+	s, err := shop.Start(context.Background(), shop.EphemeralConfig(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	client := &http.Client{Timeout: 10 * time.Second}
+	var seq int
+	one := func() {
+		seq++
+		if err := benchCheckout(client, s.GatewayURL(), "allocs-"+strconv.Itoa(seq)); err != nil {
+			t.Fatalf("checkout %d: %v", seq, err)
+		}
+	}
+	for range 50 { // every connection open, every pool warm
+		one()
+	}
+	allocs := testing.AllocsPerRun(200, one)
+	t.Logf("%.0f allocations per checkout (bound %d)", allocs, maxAllocsPerCheckout)
+	if allocs > maxAllocsPerCheckout {
+		t.Errorf("a checkout allocates %.0f times, more than %d: profile it (docs/performance.md) before raising the bound", allocs, maxAllocsPerCheckout)
 	}
 }
