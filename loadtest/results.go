@@ -67,6 +67,10 @@ type ModeResult struct {
 	// says why.
 	Valid   bool   `json:"valid"`
 	Invalid string `json:"invalid,omitempty"`
+	// ScheduleLag is how late the generator sent the requests, against
+	// the time its schedule gave each one: the measure of whether the
+	// run is valid (a p99 above 10 ms is not).
+	ScheduleLag Lag `json:"schedule_lag"`
 	// Phases are the scenario's phases with their start and end, in
 	// seconds from the start of this mode's run.
 	Phases []PhaseSpan `json:"phases"`
@@ -89,6 +93,14 @@ type ModeResult struct {
 	// the scenario's overrides. Nil in results written before they were
 	// recorded.
 	Mechanisms *mode.Mechanisms `json:"mechanisms,omitempty"`
+}
+
+// Lag is the spread of a run's schedule lag, each request's send time
+// less its intended one, in milliseconds.
+type Lag struct {
+	P50MS float64 `json:"p50_ms"`
+	P99MS float64 `json:"p99_ms"`
+	MaxMS float64 `json:"max_ms"`
 }
 
 // PhaseSpan is when one phase ran, and the faults it applied.

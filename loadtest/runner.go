@@ -158,6 +158,7 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 		}
 	}
 	slices.Sort(lags)
+	mr.ScheduleLag = Lag{P50MS: ms(Percentile(lags, 50)), P99MS: ms(Percentile(lags, 99)), MaxMS: ms(Percentile(lags, 100))}
 	if lag := Percentile(lags, 99); lag > maxLagP99 {
 		invalid = append(invalid, fmt.Sprintf("schedule lag p99 %v (more than %v)", lag.Round(time.Microsecond), maxLagP99))
 	}

@@ -148,3 +148,27 @@ func TestAcceptedCheckoutsAreConfirmedThroughTheAPI(t *testing.T) {
 		}
 	}
 }
+
+// A mode's results carry the spread of its schedule lag, the figure its
+// validity is judged by.
+func TestModeResultReportsScheduleLag(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	sc := Scenario{
+		Name: "lag", Modes: []mode.Mode{mode.Budgeted}, Deadline: Duration(time.Second),
+		Classes: map[string]ClassSpec{"browse": {Rate: 50}},
+		Phases:  []Phase{{Name: "only", Duration: Duration(time.Second)}},
+	}
+	res, err := RunScenario(context.Background(), sc, quietShop{srv.URL}, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Modes[0]
+	l := m.ScheduleLag
+	if l.MaxMS <= 0 || l.P50MS > l.P99MS || l.P99MS > l.MaxMS {
+		t.Errorf("schedule lag %+v: want 0 < max and p50 ≤ p99 ≤ max", l)
+	}
+	if l.P99MS > float64(maxLagP99/time.Millisecond) && m.Valid {
+		t.Errorf("a run with schedule lag p99 %.1f ms is marked valid", l.P99MS)
+	}
+}

@@ -33,6 +33,10 @@ func WriteTable(w io.Writer, r loadtest.Results) {
 		fmt.Fprintln(w, "no modes ran")
 		return
 	}
+	for _, m := range c.Modes {
+		fmt.Fprintf(w, "Schedule lag, %s: %s\n", oneLine(m.Mode), lagText(m.ScheduleLag))
+	}
+	fmt.Fprintln(w)
 	invalid := false
 	for _, m := range c.Modes {
 		if !m.Valid {
@@ -400,4 +404,9 @@ func baselineRank(mode string) int {
 		return 0
 	}
 	return 1
+}
+
+// lagText is a run's schedule lag as the table and the report show it.
+func lagText(l loadtest.Lag) string {
+	return fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, max %.1f ms", l.P50MS, l.P99MS, l.MaxMS)
 }
