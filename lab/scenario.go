@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"log/slog"
+	"os"
 	"syscall"
 	"time"
 
@@ -16,13 +17,38 @@ import (
 // Scenario runs a load-test scenario against an in-process shop sized by
 // the scenario, comparing its modes. Each mode gets a freshly started shop,
 // so work one mode left running (a naive server still serving a hung call
-// nobody waits for) cannot count against the next.
+// nobody waits for) cannot count against the next. The load generator
+// runs in this process too; ScenarioApart runs it in another.
 func Scenario(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, progress func(string, time.Duration, time.Duration)) (loadtest.Results, error) {
+	return ScenarioApart(ctx, sc, log, progress, nil)
+}
+
+// Generator runs one mode of a scenario against a running shop and
+// measures it, as loadtest.RunScenario does: mercado lab runs it in a
+// process of its own, so that the shop, busy on purpose, cannot delay the
+// requests the generator is due to send (docs/performance.md).
+type Generator func(ctx context.Context, sc loadtest.Scenario, shop Target) (loadtest.Results, error)
+
+// Target is where a Generator finds the in-process shop.
+type Target struct {
+	Gateway string `json:"gateway"`
+	// Admin are the services' admin URLs, by service name.
+	Admin map[string]string `json:"admin"`
+	// Network is the wire's admin URL, when the shop runs with its fault
+	// proxies.
+	Network string `json:"network,omitempty"`
+	// PID is the shop's process, whose CPU time the run reads.
+	PID int `json:"pid"`
+}
+
+// ScenarioApart is Scenario with each mode's load sent by gen (nil: in
+// this process).
+func ScenarioApart(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, progress func(string, time.Duration, time.Duration), gen Generator) (loadtest.Results, error) {
 	var all loadtest.Results
 	for _, m := range sc.Modes {
 		one := sc
 		one.Modes = []mode.Mode{m}
-		res, err := scenarioOnce(ctx, one, log, progress)
+		res, err := scenarioOnce(ctx, one, log, progress, gen)
 		if err != nil {
 			return loadtest.Results{}, err
 		}
@@ -37,7 +63,7 @@ func Scenario(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, progr
 	return all, nil
 }
 
-func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, progress func(string, time.Duration, time.Duration)) (loadtest.Results, error) {
+func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, progress func(string, time.Duration, time.Duration), gen Generator) (loadtest.Results, error) {
 	cfg := shop.EphemeralConfig()
 	cfg.Shared.DrainTimeout = 200 * time.Millisecond
 	r := serve.DefaultResilience()
@@ -56,18 +82,32 @@ func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, p
 		return loadtest.Results{}, err
 	}
 	defer s.Stop()
+	if gen != nil {
+		return gen(ctx, sc, target(s))
+	}
 	return loadtest.RunScenario(ctx, sc, drive(s), loadtest.RunOptions{Progress: progress, CPU: processCPU})
 }
 
-// drive is a driver for the in-process shop s.
-func drive(s *shop.Shop) *driver.Shop {
-	admin := map[string]string{}
+// target is where a generator in another process finds the shop s.
+func target(s *shop.Shop) Target {
+	t := Target{Gateway: s.GatewayURL(), Admin: map[string]string{}, PID: os.Getpid()}
 	for _, p := range s.Processes() {
-		admin[p.Name] = "http://" + p.AdminAddr
+		t.Admin[p.Name] = "http://" + p.AdminAddr
 	}
-	d := driver.New(s.GatewayURL(), admin, "")
 	if s.Netproxy != nil {
-		d.UseNetwork("http://" + s.Netproxy.AdminAddr)
+		t.Network = "http://" + s.Netproxy.AdminAddr
+	}
+	return t
+}
+
+// drive is a driver for the in-process shop s.
+func drive(s *shop.Shop) *driver.Shop { return target(s).Drive() }
+
+// Drive is a driver for the shop at t.
+func (t Target) Drive() *driver.Shop {
+	d := driver.New(t.Gateway, t.Admin, "")
+	if t.Network != "" {
+		d.UseNetwork(t.Network)
 	}
 	return d
 }

@@ -36,7 +36,7 @@ func runScenarioLab(ctx context.Context, name string, args []string, getenv func
 	}
 	fmt.Fprintf(stderr, "scenario %s: %s per mode, modes %v\n", sc.Name, sc.Length(), sc.Modes)
 	bar := newProgress(stderr)
-	res, err := lab.Scenario(ctx, sc, slog.New(slog.DiscardHandler), bar.update)
+	res, err := lab.ScenarioApart(ctx, sc, slog.New(slog.DiscardHandler), bar.update, generatorApart(stderr, bar.update))
 	bar.finish()
 	if err != nil {
 		return fmt.Errorf("lab %s: %w", name, err)
