@@ -100,7 +100,7 @@ func TestFanoutReplaysExercise2(t *testing.T) {
 	t.Logf("\n%s", table.String())
 
 	// The page draws each way's calls as the budget left when each
-	// began; in parallel, catalog and fraud start with the same.
+	// began; in parallel, catalog and fraud start together.
 	var page bytes.Buffer
 	if err := res.WriteHTML(&page, cfg); err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestFanoutReplaysExercise2(t *testing.T) {
 		}
 		want = append(want, w)
 	}
-	checkShrinking(t, left, want)
+	checkShrinking(t, left, want, true, true, false)
 }
 
 // The JSON is exactly the three runs, each with the figures the exercise
