@@ -55,7 +55,7 @@ func settingsOf(s loadtest.RunSettings, modes []loadtest.ModeResult) []setting {
 		out = append(out, setting{"shop", strings.Join(shop, "; ")})
 	}
 	if s.CPUs > 0 {
-		out = append(out, setting{"machine", fmt.Sprintf("%d CPU cores, GOMAXPROCS %d, %s (the load generator's; an in-process shop shares them)",
+		out = append(out, setting{"machine", fmt.Sprintf("%d CPU cores, GOMAXPROCS %d, %s (as the load generator saw them; a lab's shop runs on the same machine)",
 			s.CPUs, s.GOMAXPROCS, s.GoVersion)})
 	}
 	return out
