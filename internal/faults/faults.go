@@ -344,9 +344,9 @@ func (in *Injector) Work(ctx context.Context, method string) error {
 	case <-in.halt:
 		err = ErrHalted
 	}
-	if rec := timing.FromContext(ctx); rec != nil {
+	if timing.FromContext(ctx) != nil {
 		outcome := deadline.Classify(ctx, deadline.Decision{}, err)
-		rec.End(timing.Hop{Name: hopName(method), Took: time.Since(start), Outcome: string(outcome)})
+		timing.EndCall(ctx, timing.Hop{Name: hopName(method), Took: time.Since(start), Outcome: string(outcome)})
 	}
 	return err
 }

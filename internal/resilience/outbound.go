@@ -255,8 +255,6 @@ func (d *Outbound) onCall(ctx context.Context, cap time.Duration, c deadline.Cal
 // record, and on the attempt's span.
 func (d *Outbound) record(ctx context.Context, method string, h timing.Hop, err error) {
 	d.o.Tracing.CallEnded(ctx, h.Outcome, err)
-	if rec := timing.FromContext(ctx); rec != nil {
-		h.Name = d.o.HopName(method)
-		rec.End(h)
-	}
+	h.Name = d.o.HopName(method)
+	timing.EndCall(ctx, h)
 }

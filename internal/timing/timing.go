@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // Hop is one downstream call as the caller saw it.
@@ -28,6 +30,13 @@ type Hop struct {
 	// made at once start at the same offset, two in series one after the
 	// other's end.
 	Start time.Duration
+	// Rem is what was left of the client's deadline when the call began:
+	// the budget the hop had to fit in, whether the mode honoured it or
+	// not (naive and fragile ignore it; it is negative once the deadline
+	// has passed). HasRem reports that it is known: a request with no
+	// client deadline has none.
+	Rem    time.Duration
+	HasRem bool
 }
 
 // Recorder collects the hops of one request. It is safe for concurrent
@@ -65,6 +74,21 @@ func (r *Recorder) Hops() []Hop {
 	return append([]Hop(nil), r.hops...)
 }
 
+// EndCall records h in ctx's Recorder, if it has one, as End does, with
+// what was left of the client's deadline in ctx when the call began:
+// the hop's remaining budget on arrival. The call's caller measures it,
+// at the moment it makes the call, so that every mode reports it alike.
+func EndCall(ctx context.Context, h Hop) {
+	r := FromContext(ctx)
+	if r == nil {
+		return
+	}
+	if cd, ok := deadline.ClientDeadline(ctx); ok {
+		h.Rem, h.HasRem = time.Until(cd)+h.Took, true
+	}
+	r.End(h)
+}
+
 type recorderKey struct{}
 
 // WithRecorder returns ctx carrying a new Recorder, and the Recorder,
@@ -85,11 +109,12 @@ const MetadataKey = "server-timing"
 
 // Format writes hops as a Server-Timing header value:
 //
-//	catalog;dur=280.4;desc="ok";timeout=300, payments;dur=760.1;desc="ok";timeout=800;start=280.9
+//	catalog;dur=280.4;desc="ok";timeout=300;rem=1199.6, payments;dur=760.1;desc="ok";timeout=800;start=280.9;rem=918.7
 //
 // dur and desc are the standard parameters; timeout (the effective timeout
-// in ms, left out when unbounded) and start (the start offset in ms, left
-// out when zero) are Mercado's extensions, which the header's grammar
+// in ms, left out when unbounded), start (the start offset in ms, left
+// out when zero) and rem (the remaining budget on arrival in ms, left out
+// when unknown) are Mercado's extensions, which the header's grammar
 // allows and browsers ignore.
 func Format(hops []Hop) string {
 	b := make([]byte, 0, 64*len(hops))
@@ -111,6 +136,10 @@ func Format(hops []Hop) string {
 		if h.Start > 0 {
 			b = append(b, ";start="...)
 			b = strconv.AppendFloat(b, ms(h.Start), 'f', 1, 64)
+		}
+		if h.HasRem {
+			b = append(b, ";rem="...)
+			b = strconv.AppendFloat(b, ms(h.Rem), 'f', 1, 64)
 		}
 	}
 	return string(b)
@@ -144,6 +173,12 @@ func Parse(value string) ([]Hop, error) {
 					return nil, fmt.Errorf("server-timing %q: start: %q is not a non-negative number", h.Name, v)
 				}
 				h.Start = time.Duration(math.Round(f * float64(time.Millisecond)))
+			case "rem":
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+					return nil, fmt.Errorf("server-timing %q: rem: %q is not a number", h.Name, v)
+				}
+				h.Rem, h.HasRem = time.Duration(math.Round(f*float64(time.Millisecond))), true
 			case "desc":
 				if u, err := strconv.Unquote(v); err == nil {
 					v = u

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/timing"
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 func TestFormat(t *testing.T) {
@@ -258,5 +259,62 @@ func TestRecorderEndStartOffsets(t *testing.T) {
 	zero.End(timing.Hop{Name: "catalog", Took: time.Millisecond})
 	if got := zero.Hops(); got[0].Start != 0 {
 		t.Errorf("a zero Recorder dated a hop at %v, want 0", got[0].Start)
+	}
+}
+
+// A hop's remaining budget is what was left of the client's deadline when
+// the call began, so calls in series show it shrinking, calls made at
+// once show the same, and a call after the deadline shows it negative.
+func TestEndCallRecordsTheRemainingBudgetOnArrival(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, rec := timing.WithRecorder(context.Background())
+		ctx = deadline.WithClientDeadline(ctx, time.Now().Add(1200*time.Millisecond))
+		time.Sleep(280 * time.Millisecond)
+		timing.EndCall(ctx, timing.Hop{Name: "catalog", Took: 280 * time.Millisecond})
+		time.Sleep(760 * time.Millisecond)
+		timing.EndCall(ctx, timing.Hop{Name: "payments", Took: 760 * time.Millisecond})
+		time.Sleep(300 * time.Millisecond)
+		timing.EndCall(ctx, timing.Hop{Name: "shipping", Took: 300 * time.Millisecond})
+		time.Sleep(10 * time.Millisecond)
+		timing.EndCall(ctx, timing.Hop{Name: "late", Outcome: "skipped"})
+		want := []timing.Hop{
+			{Name: "catalog", Took: 280 * time.Millisecond, Rem: 1200 * time.Millisecond, HasRem: true},
+			{Name: "payments", Took: 760 * time.Millisecond, Start: 280 * time.Millisecond, Rem: 920 * time.Millisecond, HasRem: true},
+			{Name: "shipping", Took: 300 * time.Millisecond, Start: 1040 * time.Millisecond, Rem: 160 * time.Millisecond, HasRem: true},
+			{Name: "late", Outcome: "skipped", Start: 1350 * time.Millisecond, Rem: -150 * time.Millisecond, HasRem: true},
+		}
+		if got := rec.Hops(); !slices.Equal(got, want) {
+			t.Errorf("Hops() = %+v,\nwant %+v", got, want)
+		}
+		// Through Server-Timing and back, rem and all.
+		text := timing.Format(want)
+		if !strings.Contains(text, "catalog;dur=280.0;rem=1200.0") || !strings.Contains(text, "late;dur=0.0;desc=\"skipped\";start=1350.0;rem=-150.0") {
+			t.Errorf("Format() = %q, want rem= on every hop", text)
+		}
+		back, err := timing.Parse(text)
+		if err != nil || !slices.Equal(back, want) {
+			t.Errorf("Parse(Format()) = %+v, %v; want %+v", back, err, want)
+		}
+	})
+}
+
+func TestEndCallWithoutAClientDeadlineLeavesRemOut(t *testing.T) {
+	ctx, rec := timing.WithRecorder(context.Background())
+	timing.EndCall(ctx, timing.Hop{Name: "catalog", Took: time.Millisecond})
+	timing.EndCall(context.Background(), timing.Hop{Name: "nowhere"}) // no recorder: nothing to do
+	hops := rec.Hops()
+	if len(hops) != 1 || hops[0].HasRem {
+		t.Fatalf("Hops() = %+v, want one hop with no remaining budget", hops)
+	}
+	if text := timing.Format(hops); strings.Contains(text, "rem=") {
+		t.Errorf("Format() = %q, want no rem= without a client deadline", text)
+	}
+}
+
+func TestParseRejectsABadRem(t *testing.T) {
+	for _, v := range []string{"catalog;rem=abc", "catalog;rem=Inf", "catalog;rem=NaN"} {
+		if _, err := timing.Parse(v); err == nil {
+			t.Errorf("Parse(%q) = nil error, want one", v)
+		}
 	}
 }
