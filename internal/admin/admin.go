@@ -81,18 +81,18 @@ func Handler(o Options) http.Handler {
 	for pattern, h := range o.Routes {
 		mux.Handle(pattern, h)
 	}
-	mux.Handle("/", fallback(mux))
+	mux.Handle("/", Fallback(mux, "no such admin route"))
 	return mux
 }
 
 // probeMethods are the methods fallback tries a path with.
 var probeMethods = []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodPatch, http.MethodDelete}
 
-// fallback answers a request no route took: 405 with Allow when the path
-// has routes for other methods, 404 otherwise, both as problem documents
-// (ServeMux's own answers are plain text, and its catch-all "/" would turn
-// every wrong method into a 404).
-func fallback(mux *http.ServeMux) http.Handler {
+// Fallback answers a request no route of mux took: 405 with Allow when
+// the path has routes for other methods, 404 with notFound otherwise,
+// both as problem documents (ServeMux's own answers are plain text, and
+// its catch-all "/" would turn every wrong method into a 404).
+func Fallback(mux *http.ServeMux, notFound string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var allow []string
 		for _, m := range probeMethods {
@@ -106,18 +106,19 @@ func fallback(mux *http.ServeMux) http.Handler {
 			problem.Write(w, r, http.StatusMethodNotAllowed, r.Method+" is not allowed here")
 			return
 		}
-		problem.Write(w, r, http.StatusNotFound, "no such admin route")
+		problem.Write(w, r, http.StatusNotFound, notFound)
 	})
 }
 
 type api struct{ Options }
 
 // guard lets a change through only with the admin token, when one is set.
-func (a *api) guard(next http.HandlerFunc) http.HandlerFunc { return requireToken(a.Token, next) }
+func (a *api) guard(next http.HandlerFunc) http.HandlerFunc { return RequireToken(a.Token, next) }
 
-// requireToken lets a request through only with token as its bearer
-// token, when token is set: every admin API's changes go through it.
-func requireToken(token string, next http.HandlerFunc) http.HandlerFunc {
+// RequireToken lets a request through only with token as its bearer
+// token, when token is set: every admin API's changes go through it, and
+// so do the live console's.
+func RequireToken(token string, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if token != "" {
 			// ConstantTimeCompare: how long the check takes says nothing

@@ -44,11 +44,11 @@ func NetworkHandler(o NetworkOptions) http.Handler {
 	w := &wire{o}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/network", w.list)
-	mux.HandleFunc("PUT /admin/network/{link}", requireToken(o.Token, w.set))
-	mux.HandleFunc("DELETE /admin/network/{link}", requireToken(o.Token, w.clear))
-	mux.HandleFunc("DELETE /admin/network", requireToken(o.Token, w.clear))
+	mux.HandleFunc("PUT /admin/network/{link}", RequireToken(o.Token, w.set))
+	mux.HandleFunc("DELETE /admin/network/{link}", RequireToken(o.Token, w.clear))
+	mux.HandleFunc("DELETE /admin/network", RequireToken(o.Token, w.clear))
 	mux.Handle("GET /metrics", o.Network.Metrics())
-	mux.Handle("/", fallback(mux))
+	mux.Handle("/", Fallback(mux, "no such admin route"))
 	return mux
 }
 
