@@ -129,6 +129,7 @@ var refusedUnderAll = map[string]struct{ value, reason string }{
 	"payments-addr":  {"127.0.0.1:1", "connects its services"},
 	"shipping-addr":  {"127.0.0.1:1", "connects its services"},
 	"admin-peers":    {"orders=http://127.0.0.1:1", "fans a mode switch out"},
+	"network-admin":  {"http://127.0.0.1:1", "the shop's own wire"},
 }
 
 // TestServeAllHonoursEveryFlag runs each flag of `mercado serve <name>`

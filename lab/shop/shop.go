@@ -297,6 +297,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Shop, error) {
 			n.Close()
 			return nil, err
 		}
+		cfg.Gateway.NetworkAdmin = "http://" + s.Netproxy.AdminAddr
 	}
 
 	if cfg.Orders.CatalogAddr, err = via(netfault.OrdersCatalog, s.Catalog.Addr); err != nil {

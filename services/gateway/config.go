@@ -54,6 +54,13 @@ type Config struct {
 	// AdminPeers are the other services' admin APIs, which a mode switch
 	// at the gateway fans out to.
 	AdminPeers Peers
+	// NetworkAdmin is the wire's admin URL (the fault proxies between the
+	// services, mercado serve netproxy), for the console; empty when the
+	// shop has none.
+	NetworkAdmin string
+	// Console, when set, is served under /console/ on the admin listener
+	// (see console.go). Not a flag: whoever starts the gateway gives it.
+	Console ConsoleFunc
 }
 
 // DefaultConfig returns the configuration with every default filled in.
@@ -78,6 +85,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.CatalogAddr, "catalog-addr", c.CatalogAddr, "catalog's gRPC address")
 	c.RegisterEdgeFlags(fs)
 	fs.Var(&c.AdminPeers, "admin-peers", "admin URLs a mode switch fans out to, as name=url,...")
+	fs.StringVar(&c.NetworkAdmin, "network-admin", c.NetworkAdmin, "the wire's admin URL (mercado serve netproxy), for the console's network faults; empty: none")
 }
 
 // RegisterEdgeFlags binds what the gateway alone decides at the edge: the
@@ -129,6 +137,11 @@ func (c Config) Validate() error {
 	for _, p := range c.AdminPeers {
 		if u, err := url.Parse(p.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("admin-peers: %s=%q is not an http(s) URL", p.Name, p.URL))
+		}
+	}
+	if c.NetworkAdmin != "" {
+		if u, err := url.Parse(c.NetworkAdmin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("network-admin: %q is not an http(s) URL", c.NetworkAdmin))
 		}
 	}
 	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 10<<20 {

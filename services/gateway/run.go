@@ -74,11 +74,19 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		orders:  ordersv1.NewOrdersServiceClient(ordersConn),
 		catalog: catalogv1.NewCatalogServiceClient(catalogConn),
 	}
+	var console consoleSlot
+	if cfg.Console != nil {
+		kit.HandleAdmin("/console/", &console)
+	}
 	p, err := serve.StartHTTP(ctx, kit, s.routes())
 	if err != nil {
 		ordersConn.Close()
 		catalogConn.Close()
 		return nil, err
+	}
+	if cfg.Console != nil {
+		console.set(cfg.Console(ctx, Listening{URL: loopbackURL(p.Addr), AdminURL: loopbackURL(p.AdminAddr),
+			Peers: cfg.AdminPeers, NetworkAdmin: cfg.NetworkAdmin, Token: cfg.AdminToken}))
 	}
 	go func() {
 		<-p.Done()
