@@ -314,12 +314,14 @@ func TestComposeDependsOn(t *testing.T) {
 }
 
 // TestComposePublishedPorts: only the shop's front door (nginx, in front
-// of the gateway, on the gateway's port) and the three UIs are published,
-// and only on the loopback address.
+// of the gateway, on the gateway's port), the gateway's admin port (the
+// live console) and the three UIs are published, and only on the
+// loopback address.
 func TestComposePublishedPorts(t *testing.T) {
 	p := loadCompose(t)
 	want := map[string]string{
 		"nginx":      port(t, mercadoServices()["gateway"].Addr),
+		"gateway":    port(t, mercadoServices()["gateway"].AdminAddr),
 		"jaeger":     "16686",
 		"prometheus": "9090",
 		"grafana":    "3000",

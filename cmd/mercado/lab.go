@@ -56,6 +56,12 @@ Lesson 8:
              and breakers; prints the before/after table (about 2 minutes;
              --quick for a smoke test, --report FILE for charts).
 
+Watching:
+  console    the live console: the shop served with the console on the
+             gateway's admin listener (prints its URL); switch modes, set
+             faults, send traffic, run scenarios and watch the budget
+             shrink hop by hop, until Ctrl-C (docs/console.md).
+
 Measurements:
   capacity   the highest checkout rate the whole chain sustains open loop
              with p99 within a bound (25 ms), in each mode, on the memory
@@ -94,6 +100,8 @@ func runLab(ctx context.Context, args []string, getenv func(string) string, stdo
 		return runCapstone(ctx, args, getenv, stdout, stderr)
 	case generatorCommand: // a scenario lab's own process (lab_generator.go), not one to run by hand
 		return runLoadGenerator(ctx, os.Stdin, stdout)
+	case "console":
+		return runConsole(ctx, args, getenv, stdout, stderr)
 	}
 	printLabUsage(stderr)
 	return usagef("lab: unknown lab %q", name)

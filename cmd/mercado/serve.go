@@ -14,6 +14,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/lab/console"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/services/catalog"
 	"github.com/mercado-lab/mercado/services/gateway"
@@ -98,7 +99,10 @@ func lookupService(name string) (service, error) {
 	case "gateway":
 		cfg := gateway.DefaultConfig()
 		return one(name, cfg.RegisterFlags, func() error { return errors.Join(cfg.Validate(), checkFaults("fault", name, cfg.Faults)) },
-			func(ctx context.Context, log *slog.Logger) (waiter, error) { return gateway.Start(ctx, cfg, log) }), nil
+			func(ctx context.Context, log *slog.Logger) (waiter, error) {
+				cfg.Console = console.Gateway(log)
+				return gateway.Start(ctx, cfg, log)
+			}), nil
 	case "orders":
 		cfg := orders.DefaultConfig()
 		return one(name, cfg.RegisterFlags, func() error { return errors.Join(cfg.Validate(), checkFaults("fault", name, cfg.Faults)) },
@@ -148,6 +152,7 @@ var notForAll = []struct {
 	{"payments-addr", "serve all connects its services to each other", false},
 	{"shipping-addr", "serve all connects its services to each other", false},
 	{"admin-peers", "serve all's gateway fans a mode switch out to the shop's four other services", false},
+	{"network-admin", "serve all's console uses the shop's own wire (--network-proxy)", false},
 }
 
 // refused is the flag.Value of a flag in notForAll: any value is an
@@ -208,7 +213,10 @@ func allServices() service {
 			{faults.ServiceShipping, flagValues(c.Shipping.RegisterFlags, skip)},
 		}
 	}
-	start := func(ctx context.Context, log *slog.Logger) (waiter, error) { return shop.Start(ctx, cfg, log) }
+	start := func(ctx context.Context, log *slog.Logger) (waiter, error) {
+		cfg.Gateway.Console = console.Gateway(log)
+		return shop.Start(ctx, cfg, log)
+	}
 	return service{register, validate, describe, start}
 }
 

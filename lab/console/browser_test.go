@@ -1,0 +1,229 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/mercado-lab/mercado/internal/admin"
+	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/lab/shop"
+)
+
+// TestConsoleInChromium drives the console in headless Chromium (Debian's
+// chromium package; .ci/run installs it) as a trainer would: it switches
+// the mode, sets a fault, sends one checkout and then traffic, and sees
+// each take effect — in the shop's own admin APIs and on the page. The
+// page must log no error, throw no exception, and send no request off
+// loopback. With MERCADO_SCREENSHOTS=<dir> it saves console.png there
+// (1400×900), the picture in README.md.
+func TestConsoleInChromium(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed; .ci/run installs it")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium) — the console's browser test needs it")
+	}
+	cfg := shop.EphemeralConfig()
+	cfg.Network = true
+	// A slow reservation and a slow charge, so that the budget visibly
+	// shrinks from hop to hop.
+	cfg.Catalog.Faults = mustFaults(t, "ReserveStock:latency=80ms")
+	cfg.Payments.Faults = mustFaults(t, "CreateCharge:latency=120ms")
+	s, base := startShop(t, cfg)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Headless,
+		chromedp.WindowSize(1400, 900))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancelTimeout()
+
+	var mu sync.Mutex
+	var problems, offLoopback []string
+	requests := 0
+	listen := func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning {
+				problems = append(problems, fmt.Sprintf("console %s: %v", e.Type, e.Args))
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+e.ExceptionDetails.Text+" "+describeException(e))
+		case *network.EventRequestWillBeSent:
+			requests++
+			if u, err := url.Parse(e.Request.URL); err != nil || (u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost") {
+				offLoopback = append(offLoopback, e.Request.URL)
+			}
+		}
+	}
+	if err := chromedp.Listen(ctx, listen); err != nil {
+		t.Fatal(err)
+	}
+	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	// waitFor polls a JavaScript predicate on the page, generously: the
+	// machine may be busy.
+	waitFor := func(what, predicate string) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if _, err := chromedp.Run(wctx, chromedp.Poll[bool](predicate, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+			t.Fatalf("%s: the page never showed it (%s): %v", what, predicate, err)
+		}
+	}
+	eval := func(expr string) float64 {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[float64](expr))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		return v
+	}
+
+	run("open the console", chromedp.EmulateViewport(1400, 900), chromedp.Navigate(base))
+	waitFor("the event stream", `document.querySelector("#conn").textContent.includes("live")`)
+	waitFor("the mode", `document.querySelector("#mode-now").textContent.includes("budgeted · all 5 services")`)
+
+	t.Run("switching the mode switches every service", func(t *testing.T) {
+		for _, m := range []mode.Mode{mode.Naive, mode.Budgeted} {
+			run("click "+string(m), chromedp.Click(chromedp.CSS(`button[data-mode="`+string(m)+`"]`)))
+			eventually(t, "every service in "+string(m), func() error {
+				for _, p := range s.Processes() {
+					v, err := admin.Client{URL: "http://" + p.AdminAddr}.Mode(ctx)
+					if err != nil {
+						return err
+					}
+					if v.Mode != m {
+						return fmt.Errorf("%s is in %s", p.Name, v.Mode)
+					}
+				}
+				return nil
+			})
+			waitFor("the page's mode", `document.querySelector("#mode-now").textContent.includes("`+string(m)+` · all 5 services")`)
+		}
+	})
+
+	t.Run("a fault set in the page shows in the next checkout's hop", func(t *testing.T) {
+		run("set shipping's fault",
+			chromedp.SetValue(chromedp.CSS("#fault-service"), "shipping"),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector("#fault-service").dispatchEvent(new Event("change"))`),
+			chromedp.SetValue(chromedp.CSS("#fault-method"), "CreateShipment"),
+			chromedp.SetValue(chromedp.CSS("#fault-latency"), "150ms"),
+			chromedp.Click(chromedp.CSS("#set-fault")))
+		eventually(t, "shipping's fault", func() error {
+			v, err := admin.Client{URL: "http://" + s.Shipping.AdminAddr}.Faults(ctx)
+			if err != nil {
+				return err
+			}
+			if v.Faults["CreateShipment"] != (faults.Spec{Latency: 150 * time.Millisecond}) {
+				return fmt.Errorf("shipping's faults are %v", v.Faults)
+			}
+			return nil
+		})
+		run("send one checkout", chromedp.Click(chromedp.CSS("#one-checkout")))
+		waitFor("the checkout's shipping hop", `(() => { const r = document.querySelector('#hops tr[data-hop="shipping"]'); return r && Number(r.dataset.took) >= 150 })()`)
+	})
+
+	t.Run("the chain shows the budget shrinking hop by hop", func(t *testing.T) {
+		rem := map[string]float64{}
+		for _, hop := range []string{"orders", "catalog", "fraud", "payments", "shipping"} {
+			rem[hop] = eval(`Number(document.querySelector('#hops tr[data-hop="` + hop + `"]').dataset.rem)`)
+		}
+		// In budgeted mode catalog and the fraud screen start at once;
+		// the charge starts when both are back (80 ms on), shipping when
+		// the charge is (120 ms on).
+		if !(rem["orders"] > rem["catalog"] && rem["catalog"] > rem["payments"]+70 && rem["payments"] > rem["shipping"]+110) {
+			t.Errorf("remaining budget on arrival %v: want orders > catalog > payments (by 80 ms) > shipping (by 120 ms)", rem)
+		}
+		if d := rem["catalog"] - rem["fraud"]; d > 20 || d < -20 {
+			t.Errorf("catalog arrived with %.1f ms and the fraud screen with %.1f: want them together, as budgeted runs them at once", rem["catalog"], rem["fraud"])
+		}
+		bars := eval(`document.querySelectorAll("#chain rect.budget").length`)
+		if bars < 6 {
+			t.Errorf("the chain draws %v budget bars, want one for the client, gateway, orders and each leaf called", bars)
+		}
+	})
+
+	t.Run("traffic started in the page reaches the live charts", func(t *testing.T) {
+		run("start traffic",
+			chromedp.SetValue(chromedp.CSS("#rate-checkout"), "10"),
+			chromedp.SetValue(chromedp.CSS("#rate-browse"), "5"),
+			chromedp.Click(chromedp.CSS("#start-traffic")))
+		waitFor("points on the goodput chart", `Number(document.querySelector("#chart-goodput").dataset.points) >= 6`)
+		waitFor("points on the latency chart", `Number(document.querySelector("#chart-latency").dataset.points) >= 6`)
+		waitFor("a pool at work", `document.querySelectorAll("#pools .pool").length > 0`)
+		waitFor("traced checkouts", `document.querySelectorAll("#checkouts li").length >= 4`)
+		if dir := os.Getenv("MERCADO_SCREENSHOTS"); dir != "" {
+			run("let a few seconds of the minute fill", chromedp.Sleep(6*time.Second),
+				chromedp.Evaluate[chromedp.Void](`document.activeElement.blur(); window.scrollTo(0, 0)`))
+			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "console.png")
+			if err := os.WriteFile(path, png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("wrote %s", path)
+		}
+		run("stop traffic", chromedp.Click(chromedp.CSS("#stop-traffic")))
+		waitFor("the traffic stopped", `document.querySelector("#traffic-now").textContent.includes("stopped")`)
+	})
+
+	message, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#message")))
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.HasPrefix(message, "✗") {
+		t.Errorf("the page's last message is an error: %s", message)
+	}
+	if len(problems) > 0 {
+		t.Errorf("the page logged problems: %v", problems)
+	}
+	if requests == 0 {
+		t.Error("saw no request at all: the network listener is not working")
+	}
+	if len(offLoopback) > 0 {
+		t.Errorf("requests left loopback: %v", offLoopback)
+	}
+}
+
+func describeException(e *runtime.EventExceptionThrown) string {
+	if e.ExceptionDetails.Exception != nil {
+		return e.ExceptionDetails.Exception.Description
+	}
+	return ""
+}
+
+// eventually retries check for up to 20 s, until it passes.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	var err error
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if err = check(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s: %v", what, err)
+}

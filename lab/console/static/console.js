@@ -1,0 +1,655 @@
+// Mercado's live console: plain JavaScript, no framework. The page
+// listens to /console/events (a "tick" about once a second, a
+// "checkout" per traced checkout) and changes the shop through the
+// console's API, sending the admin token when one is typed in.
+"use strict";
+
+const $ = (sel) => document.querySelector(sel);
+const SVG = "http://www.w3.org/2000/svg";
+
+// The Okabe–Ito palette, and a dash pattern per series, so that no line
+// is told apart by its colour alone.
+const COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"];
+const DASHES = ["", "8 4", "2 4", "12 4 3 4", "4 2", "1 3", "16 4"];
+
+// Outcomes as the hops report them, each with a symbol and words.
+const OUTCOMES = {
+  ok: ["✓", "ok", "ok"],
+  timeout: ["◷", "timeout (own cap)", "bad"],
+  budget_exhausted: ["▽", "budget exhausted", "bad"],
+  skipped: ["↷", "skipped: budget below the floor", "skip"],
+  breaker_open: ["⊘", "breaker open", "skip"],
+  bulkhead_full: ["▣", "bulkhead full", "skip"],
+  canceled: ["✗", "canceled", "bad"],
+  error: ["✗", "error", "bad"],
+};
+function outcome(o) {
+  return OUTCOMES[o] || ["?", o || "unknown", "bad"];
+}
+
+// The chain's nodes: the hop whose metric describes each, and where it
+// is drawn. The leaves are orders' calls (docs/call-graph.md).
+const LEAVES = [
+  { hop: "catalog", label: "catalog · reserve stock" },
+  { hop: "fraud", label: "payments · fraud screen" },
+  { hop: "payments", label: "payments · charge" },
+  { hop: "shipping", label: "shipping · book shipment" },
+  { hop: "estimate", label: "shipping · estimate (optional)" },
+  { hop: "audit", label: "payments · audit (fire-forward)" },
+];
+
+const view = {
+  state: null,
+  checkouts: [], // newest last
+  selected: null, // the checkout's n the user picked; null follows the newest
+  tick: null,
+  mechanismsDirty: false,
+};
+
+// ---- talking to the console ----------------------------------------
+
+async function send(method, path, body) {
+  const headers = {};
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const token = $("#token").value.trim();
+  if (token) headers["Authorization"] = "Bearer " + token;
+  const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!resp.ok) {
+    let detail = resp.statusText;
+    try {
+      detail = (await resp.json()).detail || detail;
+    } catch (e) {
+      // not a problem document: keep the status text
+    }
+    throw new Error(resp.status + " " + detail);
+  }
+  return resp.status === 204 ? null : resp.json();
+}
+
+function say(text, isError) {
+  const m = $("#message");
+  m.textContent = (isError ? "✗ " : "✓ ") + text;
+  m.classList.toggle("error", !!isError);
+}
+
+// act runs one change and says how it went.
+async function act(what, f) {
+  try {
+    await f();
+    say(what);
+  } catch (e) {
+    say(what + " failed: " + e.message, true);
+  }
+}
+
+function listen() {
+  const es = new EventSource("events");
+  es.addEventListener("open", () => {
+    $("#conn").textContent = "● live";
+    $("#conn").classList.add("live");
+  });
+  es.addEventListener("error", () => {
+    $("#conn").textContent = "○ reconnecting…";
+    $("#conn").classList.remove("live");
+  });
+  es.addEventListener("tick", (ev) => {
+    const t = JSON.parse(ev.data);
+    view.tick = t;
+    view.state = t.state;
+    drawState(t.state);
+    drawCharts(t);
+  });
+  es.addEventListener("checkout", (ev) => {
+    const co = JSON.parse(ev.data);
+    if (view.checkouts.some((c) => c.n === co.n)) return;
+    view.checkouts.push(co);
+    view.checkouts.sort((a, b) => a.n - b.n);
+    if (view.checkouts.length > 12) view.checkouts.shift();
+    drawCheckouts();
+  });
+}
+
+// ---- state: mode, faults, network, traffic, scenario ----------------
+
+function drawState(st) {
+  const modes = st.services.map((s) => (s.mode ? s.mode.mode : "no answer"));
+  const gw = st.services.find((s) => s.name === "gateway");
+  const gwMode = gw && gw.mode ? gw.mode.mode : "";
+  const same = modes.every((m) => m === modes[0]);
+  $("#mode-now").textContent = same
+    ? "Mode: " + modes[0] + " · all " + modes.length + " services"
+    : "Mode: mixed · " + st.services.map((s, i) => s.name + " " + modes[i]).join(", ");
+  for (const b of document.querySelectorAll(".preset")) {
+    b.setAttribute("aria-pressed", String(b.dataset.mode === gwMode && same));
+  }
+  if (gw && gw.mode && !view.mechanismsDirty) drawMechanisms(gw.mode.mechanisms);
+  drawFaults(st);
+  drawNetwork(st);
+  const tr = st.traffic;
+  $("#traffic-now").textContent = tr.running
+    ? "● running: " + tr.checkout + " checkouts/s, " + tr.browse + " browse/s, " + tr.export + " exports/s, deadline " + tr.deadline_ms + " ms"
+    : "○ stopped";
+  drawScenarios(st);
+  drawRun(st.run);
+}
+
+function drawMechanisms(mech) {
+  const form = $("#mechanisms");
+  for (const [name, value] of Object.entries(mech)) {
+    let input = form.querySelector("[name='" + name + "']");
+    if (!input) {
+      const label = document.createElement("label");
+      if (typeof value === "boolean") {
+        input = document.createElement("input");
+        input.type = "checkbox";
+        label.append(input, " " + name.replaceAll("_", " "));
+      } else {
+        input = document.createElement("select");
+        const options = name === "retries" ? ["naive", "budgeted", "off"] : ["parallel", "sequential"];
+        for (const o of options) input.append(new Option(o, o));
+        label.append(name + " ", input);
+      }
+      input.name = name;
+      input.addEventListener("input", () => (view.mechanismsDirty = true));
+      form.append(label);
+    }
+    if (input.type === "checkbox") input.checked = value;
+    else input.value = value;
+  }
+}
+
+function fillSelect(sel, values) {
+  const now = [...sel.options].map((o) => o.value);
+  if (now.length === values.length && now.every((v, i) => v === values[i])) return;
+  const keep = sel.value;
+  sel.replaceChildren(...values.map((v) => new Option(v, v)));
+  if (values.includes(keep)) sel.value = keep;
+}
+
+function specText(spec) {
+  return Object.entries(spec)
+    .map(([k, v]) => k + "=" + v)
+    .join(",");
+}
+
+function drawFaults(st) {
+  fillSelect($("#fault-service"), st.services.map((s) => s.name));
+  const svc = st.services.find((s) => s.name === $("#fault-service").value);
+  fillSelect($("#fault-method"), svc ? [...svc.methods, "*"] : []);
+  const items = [];
+  for (const s of st.services) {
+    for (const [method, spec] of Object.entries(s.faults || {})) {
+      const li = document.createElement("li");
+      li.textContent = "⚠ " + s.name + " " + method + ": " + specText(spec) + " ";
+      const clear = document.createElement("button");
+      clear.type = "button";
+      clear.textContent = "Clear " + s.name;
+      clear.addEventListener("click", () => act("Cleared " + s.name + "'s faults", () => send("DELETE", "api/faults/" + s.name)));
+      li.append(clear);
+      items.push(li);
+    }
+  }
+  if (items.length === 0) {
+    const li = document.createElement("li");
+    li.textContent = "no fault in force";
+    items.push(li);
+  }
+  if (!document.activeElement || !$("#faults-now").contains(document.activeElement)) $("#faults-now").replaceChildren(...items);
+}
+
+function drawNetwork(st) {
+  const panel = $("#network-panel");
+  panel.hidden = st.network === null;
+  if (st.network === null) return;
+  fillSelect($("#network-link"), st.network.map((l) => l.link));
+  const items = st.network
+    .filter((l) => l.faults && l.faults !== "none" && l.faults.length)
+    .map((l) => {
+      const li = document.createElement("li");
+      li.textContent = "⚠ " + l.link + ": " + (typeof l.faults === "string" ? l.faults : JSON.stringify(l.faults));
+      return li;
+    });
+  if (st.network_error) items.push(Object.assign(document.createElement("li"), { textContent: "✗ " + st.network_error }));
+  if (items.length === 0) items.push(Object.assign(document.createElement("li"), { textContent: "no network fault in force" }));
+  $("#network-now").replaceChildren(...items);
+}
+
+function drawScenarios(st) {
+  fillSelect($("#scenario"), st.scenarios);
+}
+
+function drawRun(run) {
+  const box = $("#run");
+  if (!run) {
+    box.textContent = "No run yet.";
+    return;
+  }
+  const parts = [];
+  const p = (text, cls) => {
+    const el = document.createElement("p");
+    el.textContent = text;
+    if (cls) el.className = cls;
+    parts.push(el);
+    return el;
+  };
+  p("Run " + run.n + ": " + run.name + (run.quick ? " (quick)" : "") + " · " + run.state);
+  const bar = document.createElement("progress");
+  bar.max = run.total_s || 1;
+  bar.value = run.done_s;
+  bar.setAttribute("aria-label", "progress of the run");
+  parts.push(bar);
+  p(Math.round(run.done_s) + " of " + Math.round(run.total_s) + " s");
+  if (run.state === "running") {
+    p("mode " + (run.mode || "…") + " · phase " + (run.phase || "…"));
+    p(run.fault_on ? "⚠ fault on: " + run.faults : "○ no fault in this phase", run.fault_on ? "fault-on" : "");
+  }
+  if (run.error) p("✗ " + run.error, "fault-on");
+  if (run.checks && run.checks.length) {
+    const ul = document.createElement("ul");
+    for (const c of run.checks) ul.append(Object.assign(document.createElement("li"), { textContent: c }));
+    parts.push(ul);
+  }
+  if (run.report) {
+    const a = document.createElement("a");
+    a.href = run.report.replace(/^\/console\//, "");
+    a.textContent = "Open the run's report";
+    a.target = "_blank";
+    a.rel = "noopener";
+    const el = document.createElement("p");
+    el.append(a);
+    parts.push(el);
+  }
+  box.replaceChildren(...parts);
+}
+
+// ---- the chain -------------------------------------------------------
+
+function shown() {
+  if (view.checkouts.length === 0) return null;
+  if (view.selected !== null) {
+    const c = view.checkouts.find((c) => c.n === view.selected);
+    if (c) return c;
+  }
+  return view.checkouts[view.checkouts.length - 1];
+}
+
+function resultText(co) {
+  const sym = { good: "✓", late: "◷", processing: "…", failed: "✗" }[co.result] || "?";
+  return sym + " " + co.result;
+}
+
+function drawCheckouts() {
+  const list = $("#checkouts");
+  const focused = document.activeElement && list.contains(document.activeElement) ? document.activeElement.dataset.n : null;
+  const co = shown();
+  const items = [...view.checkouts].reverse().map((c) => {
+    const li = document.createElement("li");
+    const b = document.createElement("button");
+    b.type = "button";
+    b.dataset.n = c.n;
+    b.textContent = "#" + c.n + " " + resultText(c) + " " + Math.round(c.took_ms) + " ms";
+    b.setAttribute("aria-label", "checkout " + c.n + ": " + c.result + " in " + Math.round(c.took_ms) + " ms, HTTP " + (c.status || "none"));
+    b.setAttribute("aria-current", String(co && co.n === c.n));
+    b.addEventListener("click", () => {
+      const newest = view.checkouts[view.checkouts.length - 1];
+      view.selected = newest && newest.n === c.n ? null : c.n;
+      drawCheckouts();
+    });
+    li.append(b);
+    return li;
+  });
+  list.replaceChildren(...items);
+  if (focused) {
+    const again = list.querySelector("[data-n='" + focused + "']");
+    if (again) again.focus();
+  }
+  drawChain(co);
+  drawHopTable(co);
+}
+
+function el(name, attrs, parent) {
+  const e = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (parent) parent.append(e);
+  return e;
+}
+
+function text(parent, x, y, content, cls) {
+  const t = el("text", { x, y }, parent);
+  if (cls) t.setAttribute("class", cls);
+  t.textContent = content;
+  return t;
+}
+
+// drawChain draws the chain for one checkout: every node with the budget
+// it had left when its caller called it, as a bar that shrinks from the
+// whole deadline, hop after hop.
+function drawChain(co) {
+  const svg = $("#chain");
+  svg.replaceChildren();
+  const defs = el("defs", {}, svg);
+  const marker = el("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, defs);
+  el("path", { d: "M0,0 L10,5 L0,10 z", fill: "#777" }, marker);
+
+  const hops = {};
+  for (const h of co ? co.hops : []) if (!(h.name in hops)) hops[h.name] = h;
+  const deadline = co ? co.deadline_ms : 1000;
+  const bars = [];
+
+  // node draws a box with its lines of text and, when it knows one, the
+  // budget bar; it returns the box's right and middle, for the arrows.
+  const node = (x, y, w, h, name, lines, hop, rem) => {
+    const g = el("g", { class: "node" + (co && !hop && name !== "client" && name !== "gateway" ? " idle" : "") }, svg);
+    el("rect", { x, y, width: w, height: h, rx: 6, class: "box" }, g);
+    text(g, x + 8, y + 19, name, "name");
+    lines.forEach((l, i) => {
+      const t = text(g, x + 8, y + 38 + i * 18, l[0], l[1] || "");
+      if (l[2]) t.setAttribute("data-hop-outcome", l[2]);
+    });
+    if (rem !== undefined) {
+      const bw = w - 16;
+      el("rect", { x: x + 8, y: y + h - 12, width: bw, height: 7, class: "budget-back" }, g);
+      const bar = el("rect", { x: x + 8, y: y + h - 12, width: bw, height: 7, class: "budget" }, g);
+      bars.push([bar, Math.max(0, Math.min(1, rem / deadline)) * bw, rem / deadline]);
+    }
+    return [x + w, y + h / 2, x, y + h / 2];
+  };
+  const hopLines = (h) => {
+    if (!h) return [["not called"]];
+    const [sym, words, cls] = outcome(h.outcome);
+    return [
+      [h.has_rem ? "budget left " + fmt(h.rem_ms) + " ms" : "budget left: unknown"],
+      ["timeout " + (h.timeout_ms ? fmt(h.timeout_ms) + " ms" : "none")],
+      ["took " + fmt(h.took_ms) + " ms"],
+      [sym + " " + words, "outcome-" + cls, h.outcome],
+    ];
+  };
+
+  const client = node(4, 95, 96, 110, "client", co ? [["deadline", ""], [deadline + " ms"], [resultText(co), co.result === "good" ? "outcome-ok" : "outcome-bad"]] : [["deadline"], [deadline + " ms"]], null, co ? deadline : undefined);
+  const gwTotal = hops.total;
+  const gateway = node(122, 95, 136, 110, "gateway", co ? [["budget " + deadline + " ms"], ["total " + (gwTotal ? fmt(gwTotal.took_ms) : "?") + " ms"], ["HTTP " + (co.status || "none")]] : [["the edge"]], gwTotal, co ? deadline : undefined);
+  const orders = node(280, 80, 232, 140, "orders", hopLines(hops.orders), hops.orders, hops.orders && hops.orders.has_rem ? hops.orders.rem_ms : undefined);
+  el("path", { d: "M" + client[0] + "," + client[1] + " L" + (gateway[2] - 2) + "," + gateway[3], class: "edge" }, svg);
+  el("path", { d: "M" + gateway[0] + "," + gateway[1] + " L" + (orders[2] - 2) + "," + orders[3], class: "edge" }, svg);
+  LEAVES.forEach((leaf, i) => {
+    const y = 4 + i * 49;
+    const h = hops[leaf.hop];
+    const lines = hopLines(h);
+    const g = node(560, y, 376, 45, leaf.label, [], h, undefined);
+    // Leaves are one row each: the budget on the right of the name, the
+    // rest beneath.
+    const row = svg.lastChild;
+    if (h) {
+      text(row, 560 + 8, y + 37, lines[1][0] + " · " + lines[2][0] + " · " + lines[3][0], lines[3][1]).setAttribute("data-hop-outcome", h.outcome);
+      text(row, 560 + 250, y + 19, h.has_rem ? fmt(h.rem_ms) + " ms left" : "");
+      if (h.has_rem) {
+        el("rect", { x: 560 + 250, y: y + 24, width: 118, height: 6, class: "budget-back" }, row);
+        const bar = el("rect", { x: 560 + 250, y: y + 24, width: 118, height: 6, class: "budget" }, row);
+        bars.push([bar, Math.max(0, Math.min(1, h.rem_ms / deadline)) * 118, h.rem_ms / deadline]);
+      }
+    } else {
+      text(row, 568, y + 37, "not called");
+    }
+    el("path", { d: "M" + orders[0] + "," + orders[1] + " C535," + orders[1] + " 535," + (y + 22) + " " + (g[2] - 2) + "," + (y + 22), class: "edge" }, svg);
+  });
+
+  // The bars start full and shrink to what was left, one hop after the
+  // other: the budget spent on the way.
+  bars.sort((a, b) => b[2] - a[2]);
+  requestAnimationFrame(() => {
+    bars.forEach(([bar, width, share], i) => {
+      bar.style.transitionDelay = i * 0.12 + "s";
+      bar.setAttribute("width", String(width));
+      if (share <= 0) bar.classList.add("gone");
+      else if (share < 0.25) bar.classList.add("low");
+    });
+  });
+  $("#chain-caption").textContent = co
+    ? "Checkout #" + co.n + ": " + resultText(co) + " in " + fmt(co.took_ms) + " ms of its " + deadline + " ms deadline. Each bar is the budget left when the hop was called."
+    : "No checkout yet: press “One checkout”, or start traffic.";
+}
+
+function fmt(ms) {
+  if (Math.abs(ms) >= 100) return String(Math.round(ms));
+  return ms.toFixed(1);
+}
+
+function drawHopTable(co) {
+  const body = $("#hops tbody");
+  $("#hops-caption").textContent = co ? "Hops of checkout #" + co.n + " (" + co.deadline_ms + " ms deadline)" : "Hops of the checkout shown";
+  const rows = (co ? co.hops : []).map((h) => {
+    const tr = document.createElement("tr");
+    tr.dataset.hop = h.name;
+    tr.dataset.took = h.took_ms;
+    if (h.has_rem) tr.dataset.rem = h.rem_ms;
+    const [sym, words, cls] = outcome(h.outcome);
+    const cells = [
+      h.name,
+      h.has_rem ? fmt(h.rem_ms) + " ms" : "—",
+      h.timeout_ms ? fmt(h.timeout_ms) + " ms" : h.name === "total" ? "" : "none",
+      h.name === "total" ? "" : fmt(h.start_ms) + " ms",
+      fmt(h.took_ms) + " ms",
+      h.outcome ? sym + " " + words : "",
+    ];
+    cells.forEach((c, i) => {
+      const td = document.createElement(i === 0 ? "th" : "td");
+      if (i === 0) td.scope = "row";
+      td.textContent = c;
+      if (i === 5 && h.outcome) td.className = "outcome-" + cls;
+      tr.append(td);
+    });
+    return tr;
+  });
+  body.replaceChildren(...rows);
+}
+
+// ---- charts ----------------------------------------------------------
+
+// lineChart draws series of [t (ms), y] points over the last minute, with
+// an optional dashed line (the deadline) and a legend in words.
+function lineChart(svg, series, opts) {
+  const W = 460, H = 180, L = 46, R = 8, T = 32, B = 22;
+  svg.replaceChildren();
+  const now = opts.now;
+  const from = now - 60000;
+  let yMax = opts.yMin || 1;
+  for (const s of series) for (const p of s.points) yMax = Math.max(yMax, p[1]);
+  if (opts.line) yMax = Math.max(yMax, opts.line * 1.15);
+  yMax = nice(yMax);
+  const x = (t) => L + ((t - from) / 60000) * (W - L - R);
+  const y = (v) => H - B - (v / yMax) * (H - T - B);
+  for (let i = 0; i <= 4; i++) {
+    const v = (yMax * i) / 4;
+    el("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), class: "grid" }, svg);
+    text(svg, 2, y(v) + 4, short(v));
+  }
+  el("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }, svg);
+  el("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis" }, svg);
+  text(svg, L, H - 5, "−60 s");
+  text(svg, (L + W) / 2 - 12, H - 5, "−30 s");
+  text(svg, W - R - 26, H - 5, "now");
+  if (opts.unit) text(svg, L + 4, T + 12, opts.unit, "unit");
+  if (opts.line) {
+    el("line", { x1: L, x2: W - R, y1: y(opts.line), y2: y(opts.line), class: "deadline" }, svg);
+    text(svg, W - R - 120, y(opts.line) - 4, "deadline " + short(opts.line) + " ms", "deadline-label");
+  }
+  let points = 0;
+  series.forEach((s, i) => {
+    const pts = s.points.filter((p) => p[0] >= from);
+    points += pts.length;
+    if (pts.length === 0) return;
+    const colour = COLOURS[i % COLOURS.length];
+    el("polyline", {
+      points: pts.map((p) => x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join(" "),
+      class: "series",
+      stroke: colour,
+      "stroke-dasharray": s.dash !== undefined ? s.dash : DASHES[i % DASHES.length],
+    }, svg);
+    // The legend: one row above the plot, a sample of each line's dash
+    // beside its name.
+    const lx = 4 + (i % 3) * 152, ly = 12 + Math.floor(i / 3) * 14;
+    el("line", { x1: lx, x2: lx + 20, y1: ly - 4, y2: ly - 4, stroke: colour, "stroke-width": 3, "stroke-dasharray": s.dash !== undefined ? s.dash : DASHES[i % DASHES.length] }, svg);
+    text(svg, lx + 23, ly, s.name, "legend");
+  });
+  if (points === 0) text(svg, L + 20, (T + H - B) / 2, opts.empty || "no data yet", "empty");
+  svg.dataset.points = String(points);
+}
+
+function nice(v) {
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (v <= m * p) return m * p;
+  return 10 * p;
+}
+
+function short(v) {
+  if (v >= 1000) return (v / 1000).toFixed(v % 1000 ? 1 : 0) + "k";
+  if (v >= 10 || v === 0) return String(Math.round(v));
+  return v.toFixed(1);
+}
+
+function drawCharts(t) {
+  const now = t.at;
+  const classes = Object.keys(t.classes).sort();
+  const at = (p) => p.t * 1000 + 500;
+  lineChart($("#chart-goodput"), classes.map((c) => ({ name: c + " good/s", points: t.classes[c].map((p) => [at(p), p.good]) })), {
+    now, unit: "per second", empty: "no traffic: start some",
+  });
+  const interactive = classes.filter((c) => c !== "export");
+  const lat = [];
+  for (const c of interactive) {
+    lat.push({ name: c + " p99", points: t.classes[c].map((p) => [at(p), p.p99_ms]), dash: "" });
+    lat.push({ name: c + " p50", points: t.classes[c].map((p) => [at(p), p.p50_ms]), dash: "6 4" });
+  }
+  lineChart($("#chart-latency"), lat, { now, unit: "ms", line: t.deadline_ms.checkout, empty: "no traffic: start some" });
+
+  const gauges = t.gauges;
+  const reasons = new Set();
+  for (const g of gauges) for (const [r, v] of Object.entries(g.skipped)) if (v > 0) reasons.add(r);
+  lineChart($("#chart-skipped"), [...reasons].sort().map((r) => ({ name: r.replaceAll("_", " "), points: gauges.map((g) => [g.t, g.skipped[r] || 0]) })), {
+    now, unit: "per second", empty: "nothing skipped",
+  });
+  lineChart($("#chart-late"), [
+    { name: "late answers/s", points: gauges.map((g) => [g.t, g.late]) },
+    { name: "late work s/s", points: gauges.map((g) => [g.t, g.late_work]) },
+  ], { now, unit: "per second" });
+  drawPools(gauges);
+  drawBreakers(gauges, t.state);
+}
+
+function drawPools(gauges) {
+  const last = gauges[gauges.length - 1];
+  const box = $("#pools");
+  if (!last) {
+    box.textContent = "no sample yet";
+    return;
+  }
+  const rows = [];
+  for (const [name, p] of Object.entries(last.pools)) {
+    let peak = 0;
+    for (const g of gauges) if (g.pools[name]) peak = Math.max(peak, g.pools[name].in_flight);
+    if (peak > 0) rows.push({ name, now: p.in_flight, peak, cap: p.capacity });
+  }
+  rows.sort((a, b) => b.peak / b.cap - a.peak / a.cap || a.name.localeCompare(b.name));
+  if (rows.length === 0) {
+    box.textContent = "No pool has held work this minute.";
+    return;
+  }
+  box.replaceChildren(...rows.slice(0, 7).map((r) => {
+    const row = document.createElement("div");
+    row.className = "pool";
+    const name = document.createElement("span");
+    name.textContent = r.name.replace("/", " ");
+    const bar = document.createElement("span");
+    bar.className = "bar";
+    const fill = document.createElement("span");
+    fill.className = "fill" + (r.now >= r.cap ? " full" : "");
+    fill.style.width = Math.min(100, (100 * r.now) / r.cap) + "%";
+    const peak = document.createElement("span");
+    peak.className = "peak";
+    peak.style.left = Math.min(100, (100 * r.peak) / r.cap) + "%";
+    peak.title = "peak this minute";
+    bar.append(fill, peak);
+    const words = document.createElement("span");
+    words.textContent = r.now + " of " + r.cap + (r.now >= r.cap ? " FULL" : "") + " (peak " + r.peak + ")";
+    row.append(name, bar, words);
+    return row;
+  }));
+}
+
+function drawBreakers(gauges, st) {
+  const last = gauges[gauges.length - 1];
+  const list = $("#breakers");
+  if (!last) return;
+  const gw = st.services.find((s) => s.name === "gateway");
+  const on = gw && gw.mode ? gw.mode.mechanisms.breakers : true;
+  const items = Object.keys(last.breakers).sort().map((k) => {
+    const v = last.breakers[k];
+    const li = document.createElement("li");
+    const [sym, words, cls] = v >= 2 ? ["○", "open", "open"] : v >= 1 ? ["◐", "half-open", "half"] : ["●", "closed", ""];
+    li.textContent = k.replace("/", "→") + " " + sym + " " + words;
+    if (cls) li.className = cls;
+    return li;
+  });
+  if (!on) items.unshift(Object.assign(document.createElement("li"), { textContent: "(breakers are off in this mode)" }));
+  list.replaceChildren(...items);
+}
+
+// ---- controls --------------------------------------------------------
+
+function dur(id) {
+  return $(id).value.trim();
+}
+
+function wire() {
+  for (const b of document.querySelectorAll(".preset")) {
+    b.addEventListener("click", () => act("Switched the shop to " + b.dataset.mode, () => send("PUT", "api/mode", { mode: b.dataset.mode })));
+  }
+  $("#apply-mechanisms").addEventListener("click", () => {
+    const gw = view.state && view.state.services.find((s) => s.name === "gateway");
+    const mode = gw && gw.mode ? gw.mode.mode : "budgeted";
+    const mechanisms = {};
+    for (const input of $("#mechanisms").querySelectorAll("[name]")) mechanisms[input.name] = input.type === "checkbox" ? input.checked : input.value;
+    act("Applied the switches over " + mode, async () => {
+      await send("PUT", "api/mode", { mode, mechanisms });
+      view.mechanismsDirty = false;
+    });
+  });
+  $("#fault-service").addEventListener("change", () => view.state && drawFaults(view.state));
+  $("#fault-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const spec = {};
+    for (const [key, id] of [["latency", "#fault-latency"], ["p50", "#fault-p50"], ["p99", "#fault-p99"], ["hang", "#fault-hang"]]) if (dur(id)) spec[key] = dur(id);
+    if (dur("#fault-error")) spec.error_rate = Number(dur("#fault-error"));
+    const svc = $("#fault-service").value, method = $("#fault-method").value;
+    act("Set " + svc + " " + method + ": " + (specText(spec) || "no fault"), () => send("PUT", "api/faults/" + encodeURIComponent(svc) + "/" + encodeURIComponent(method), spec));
+  });
+  $("#clear-faults").addEventListener("click", () => act("Cleared every fault", () => send("DELETE", "api/faults")));
+  $("#network-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const link = $("#network-link").value;
+    act("Set " + link + ": " + $("#network-spec").value, () => send("PUT", "api/network/" + encodeURIComponent(link), { spec: $("#network-spec").value }));
+  });
+  $("#clear-network").addEventListener("click", () => act("Cleared the wire's faults", () => send("DELETE", "api/network")));
+  $("#traffic-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const rates = {
+      checkout: Number($("#rate-checkout").value), browse: Number($("#rate-browse").value),
+      export: Number($("#rate-export").value), deadline_ms: Number($("#deadline").value),
+    };
+    act("Started traffic", () => send("PUT", "api/traffic", rates));
+  });
+  $("#stop-traffic").addEventListener("click", () => act("Stopped traffic", () => send("DELETE", "api/traffic")));
+  $("#one-checkout").addEventListener("click", () => act("Sent one checkout", async () => {
+    view.selected = null;
+    await send("POST", "api/checkout", { deadline_ms: Number($("#deadline").value) || 1000 });
+  }));
+  $("#scenario-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    act("Started " + $("#scenario").value, () => send("POST", "api/scenario", { name: $("#scenario").value, quick: $("#quick").checked }));
+  });
+  $("#stop-scenario").addEventListener("click", () => act("Stopped the run", () => send("DELETE", "api/scenario")));
+}
+
+wire();
+drawChain(null);
+listen();

@@ -1,0 +1,287 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/mercado-lab/mercado/internal/problem"
+	"github.com/mercado-lab/mercado/loadtest"
+)
+
+// Rates are the console's traffic: requests per second by class, sent
+// open loop by loadtest's generator, and the deadline checkouts and
+// browsing carry (X-Deadline-Ms). Exports carry a batch client's two
+// minutes.
+type Rates struct {
+	Checkout   float64 `json:"checkout"`
+	Browse     float64 `json:"browse"`
+	Export     float64 `json:"export"`
+	DeadlineMS int64   `json:"deadline_ms"`
+	// Running is set in the state while the traffic runs; a change
+	// leaves it out.
+	Running bool `json:"running,omitempty"`
+}
+
+// The bounds of a traffic change: the console is for watching the shop,
+// not for finding its limit (mercado lab capacity does that).
+const (
+	maxRate        = 1000
+	maxExportRate  = 50
+	minDeadlineMS  = 50
+	maxDeadlineMS  = 60_000
+	exportDeadline = 2 * time.Minute
+	// chunk is how long each of the generator's runs lasts: one starts
+	// every chunk, so that the charts get each second's answers as soon
+	// as they are all in, while the schedule stays open loop.
+	chunk = time.Second
+)
+
+func (r Rates) validate() error {
+	switch {
+	case !rateIn(r.Checkout, maxRate) || !rateIn(r.Browse, maxRate):
+		return fmt.Errorf("checkout and browse rates must be 0, or 1 to %d a second", maxRate)
+	case !rateIn(r.Export, maxExportRate):
+		return fmt.Errorf("the export rate must be 0, or 1 to %d a second", maxExportRate)
+	case r.Checkout == 0 && r.Browse == 0 && r.Export == 0:
+		return fmt.Errorf("set at least one rate above 0 (DELETE stops the traffic)")
+	case r.DeadlineMS < minDeadlineMS || r.DeadlineMS > maxDeadlineMS:
+		return fmt.Errorf("deadline_ms must be %d to %d", minDeadlineMS, maxDeadlineMS)
+	case r.Running:
+		return fmt.Errorf("running is set by the console, not by a change")
+	}
+	return nil
+}
+
+// rateIn reports a rate of 0 (the class is off) or 1 to most a second:
+// each chunk of the generator lasts a second, so a lower rate would be
+// rounded up to one.
+func rateIn(rate, most float64) bool { return rate == 0 || rate >= 1 && rate <= most }
+
+// traffic runs the console's load against the gateway and keeps a
+// minute of its answers, by class and by the second each was meant to
+// be sent.
+type traffic struct {
+	ctx     context.Context
+	gateway string
+	chain   *chain
+	prefix  string // the Idempotency-Keys' prefix, apart from any other client's
+
+	mu      sync.Mutex
+	now     Rates
+	stop    context.CancelFunc // nil while stopped
+	seconds map[string]map[int64]*second
+}
+
+// second is one class's answers to the requests meant for one second.
+type second struct {
+	sent, good int
+	latencies  []time.Duration
+}
+
+// Point is one second of one class, as the charts draw it.
+type Point struct {
+	// T is the second, Unix seconds.
+	T    int64 `json:"t"`
+	Sent int   `json:"sent"`
+	// Good are the answers that succeeded within the deadline: the
+	// goodput.
+	Good  int     `json:"good"`
+	P50MS float64 `json:"p50_ms"`
+	P99MS float64 `json:"p99_ms"`
+}
+
+func newTraffic(ctx context.Context, gateway string, ch *chain) *traffic {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return &traffic{ctx: ctx, gateway: gateway, chain: ch, prefix: "console-" + hex.EncodeToString(b),
+		seconds: map[string]map[int64]*second{}}
+}
+
+func (t *traffic) rates() Rates {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.now
+	r.Running = t.stop != nil
+	return r
+}
+
+func (t *traffic) running() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stop != nil
+}
+
+// start replaces the traffic with r's.
+func (t *traffic) start(r Rates) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stop != nil {
+		t.stop()
+	}
+	ctx, stop := context.WithCancel(t.ctx)
+	t.now, t.stop = r, stop
+	go t.run(ctx, r)
+}
+
+// halt stops the traffic; the answers still due are kept as they come.
+func (t *traffic) halt() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stop != nil {
+		t.stop()
+		t.stop = nil
+	}
+}
+
+// run starts one chunk of the generator every chunk until ctx ends, and
+// one traced checkout a second beside it while checkouts are sent (the
+// chain view's). A chunk whose answers are slow runs on beside the next:
+// the schedule does not wait for the shop.
+func (t *traffic) run(ctx context.Context, r Rates) {
+	classes := t.classes(r)
+	tick := time.NewTicker(chunk)
+	defer tick.Stop()
+	for n := 0; ; n++ {
+		go func() {
+			_, _ = loadtest.Run(ctx, loadtest.Options{Base: t.gateway, Duration: chunk, OnSample: t.record}, t.keyed(classes, n)...)
+		}()
+		if r.Checkout > 0 {
+			go func() { _, _ = t.chain.checkout(ctx, time.Duration(r.DeadlineMS)*time.Millisecond) }()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// classes are loadtest's classes for r: a client that sends each request
+// once and waits up to its deadline.
+func (t *traffic) classes(r Rates) []loadtest.Class {
+	deadline := time.Duration(r.DeadlineMS) * time.Millisecond
+	var out []loadtest.Class
+	if r.Checkout > 0 {
+		out = append(out, loadtest.Class{Name: "checkout", Rate: r.Checkout, Deadline: deadline})
+	}
+	if r.Browse > 0 {
+		out = append(out, loadtest.Class{Name: "browse", Rate: r.Browse, Deadline: deadline,
+			Request: func(base string, _ uint64) vegeta.Target {
+				return vegeta.Target{Method: http.MethodGet, URL: base + "/api/products"}
+			}})
+	}
+	if r.Export > 0 {
+		out = append(out, loadtest.Class{Name: "export", Rate: r.Export, Deadline: exportDeadline, Request: loadtest.ExportRequest})
+	}
+	return out
+}
+
+// keyed gives chunk n's checkouts Idempotency-Keys of their own: every
+// checkout the console sends is a new one.
+func (t *traffic) keyed(classes []loadtest.Class, n int) []loadtest.Class {
+	out := slices.Clone(classes)
+	for i := range out {
+		if out[i].Name == "checkout" {
+			out[i].Request = loadtest.CheckoutRequest(fmt.Sprintf("%s-%d", t.prefix, n))
+		}
+	}
+	return out
+}
+
+// record files one answer under the second it was meant to be sent.
+func (t *traffic) record(s loadtest.Sample) {
+	deadline := exportDeadline
+	if s.Class != "export" {
+		deadline = time.Duration(t.rates().DeadlineMS) * time.Millisecond
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	bySec := t.seconds[s.Class]
+	if bySec == nil {
+		bySec = map[int64]*second{}
+		t.seconds[s.Class] = bySec
+	}
+	sec := s.Intended.Unix()
+	b := bySec[sec]
+	if b == nil {
+		b = &second{}
+		bySec[sec] = b
+	}
+	b.sent++
+	if s.Good(deadline) {
+		b.good++
+	}
+	b.latencies = append(b.latencies, s.Latency)
+	for old := range bySec {
+		if sec-old > int64(2*window/time.Second) {
+			delete(bySec, old)
+		}
+	}
+}
+
+// window is the last span of seconds before now, one point a second by
+// class (a second with no answers yet is left out), and each class's
+// deadline in ms.
+func (t *traffic) window(now time.Time, span time.Duration) (map[string][]Point, map[string]int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	from := now.Add(-span).Unix()
+	out := map[string][]Point{}
+	for class, bySec := range t.seconds {
+		points := []Point{}
+		for _, sec := range slices.Sorted(maps.Keys(bySec)) {
+			if sec < from {
+				continue
+			}
+			b := bySec[sec]
+			lat := slices.Clone(b.latencies)
+			slices.Sort(lat)
+			points = append(points, Point{T: sec, Sent: b.sent, Good: b.good,
+				P50MS: msOf(loadtest.Percentile(lat, 50)), P99MS: msOf(loadtest.Percentile(lat, 99))})
+		}
+		out[class] = points
+	}
+	dl := t.now.DeadlineMS
+	if dl == 0 {
+		dl = defaultDeadline.Milliseconds()
+	}
+	return out, map[string]int64{"checkout": dl, "browse": dl, "export": exportDeadline.Milliseconds()}
+}
+
+// defaultDeadline is the deadline the page offers: lesson 7's client
+// waits about a second.
+const defaultDeadline = time.Second
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (c *Console) putTraffic(w http.ResponseWriter, r *http.Request) {
+	var rates Rates
+	if !decode(w, r, &rates) {
+		return
+	}
+	if err := rates.validate(); err != nil {
+		problem.Write(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	if c.runs.busy() {
+		problem.Write(w, r, http.StatusConflict, "a scenario is running: its traffic is the shop's until it ends (DELETE /console/api/scenario stops it)")
+		return
+	}
+	c.traffic.start(rates)
+	c.o.Log.Info("traffic started from the console", "checkout", rates.Checkout, "browse", rates.Browse, "export", rates.Export, "deadline_ms", rates.DeadlineMS)
+	writeJSON(w, http.StatusOK, c.traffic.rates())
+}
+
+func (c *Console) stopTraffic(w http.ResponseWriter, r *http.Request) {
+	c.traffic.halt()
+	writeJSON(w, http.StatusOK, c.traffic.rates())
+}
