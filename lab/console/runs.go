@@ -128,12 +128,13 @@ func (r *runs) run(ctx context.Context, n int, sc loadtest.Scenario) {
 	if err == nil {
 		err = report.WriteHTML(&page, res)
 	}
+	stopped := ctx.Err() != nil // by DELETE, or by the console stopping
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stop()
 	r.stop = nil
 	switch {
-	case ctx.Err() != nil && r.ctx.Err() == nil:
+	case stopped:
 		r.cur.State = "stopped"
 	case err != nil:
 		r.cur.State, r.cur.Error = "failed", err.Error()
