@@ -82,7 +82,7 @@ const patience = 5 * time.Second
 func (c *chain) checkout(ctx context.Context, dl time.Duration) (Checkout, error) {
 	c.mu.Lock()
 	c.n++
-	co := Checkout{N: c.n, DeadlineMS: dl.Milliseconds()}
+	co := Checkout{N: c.n, DeadlineMS: dl.Milliseconds(), Hops: []Hop{}}
 	c.mu.Unlock()
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.gateway+"/api/checkout", bytes.NewReader(checkoutBody))

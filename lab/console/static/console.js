@@ -332,7 +332,7 @@ function drawChain(co) {
   el("path", { d: "M0,0 L10,5 L0,10 z", fill: "#777" }, marker);
 
   const hops = {};
-  for (const h of co ? co.hops : []) if (!(h.name in hops)) hops[h.name] = h;
+  for (const h of (co && co.hops) || []) if (!(h.name in hops)) hops[h.name] = h;
   const deadline = co ? co.deadline_ms : 1000;
   const bars = [];
 
@@ -417,7 +417,7 @@ function fmt(ms) {
 function drawHopTable(co) {
   const body = $("#hops tbody");
   $("#hops-caption").textContent = co ? "Hops of checkout #" + co.n + " (" + co.deadline_ms + " ms deadline)" : "Hops of the checkout shown";
-  const rows = (co ? co.hops : []).map((h) => {
+  const rows = ((co && co.hops) || []).map((h) => {
     const tr = document.createElement("tr");
     tr.dataset.hop = h.name;
     tr.dataset.took = h.took_ms;
