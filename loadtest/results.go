@@ -77,6 +77,10 @@ type ModeResult struct {
 	// Classes summarise each traffic class over the whole run; goodput is
 	// per second of the scheduled run (the sum of the phases).
 	Classes []Summary `json:"classes"`
+	// FaultClasses summarise each class over the requests sent during the
+	// phases with faults, taken together (goodput per second of those
+	// phases): a fault that changes from phase to phase, measured whole.
+	FaultClasses []Summary `json:"fault_classes,omitempty"`
 	// Series are one-second buckets per class, in order.
 	Series map[string][]Second `json:"series"`
 	// Server are figures read from the services' /metrics.

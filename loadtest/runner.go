@@ -126,7 +126,8 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	// the shop's work.
 	confirmAccepted(ctx, shop.URL(), max(time.Duration(sc.Patience), time.Second), phased)
 
-	all := map[string][]Sample{}
+	all, faulty := map[string][]Sample{}, map[string][]Sample{}
+	var faultyLength time.Duration
 	for i, p := range sc.Phases {
 		span := PhaseSpan{Name: p.Name, StartS: phased[i].start.Seconds(), EndS: (phased[i].start + time.Duration(p.Duration)).Seconds(), Faulty: len(p.Faults) > 0 || len(p.Network) > 0,
 			Faults: p.Faults, Network: p.Network, Rates: p.Rates}
@@ -135,9 +136,15 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 			got := phased[i].samples[name]
 			span.Classes = append(span.Classes, Summarize(name, got, sc.DeadlineOf(name), time.Duration(p.Duration)))
 			all[name] = append(all[name], got...)
+			if span.Faulty {
+				faulty[name] = append(faulty[name], got...)
+			}
 			sent += len(got)
 		}
 		span.Server = serverFigures(phased[i].from, phased[i].to, sent)
+		if span.Faulty {
+			faultyLength += time.Duration(p.Duration)
+		}
 		mr.Phases = append(mr.Phases, span)
 	}
 
@@ -156,6 +163,9 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 		for _, x := range samples {
 			lags = append(lags, x.Sent.Sub(x.Intended))
 		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(faulty)) {
+		mr.FaultClasses = append(mr.FaultClasses, Summarize(name, faulty[name], sc.DeadlineOf(name), faultyLength))
 	}
 	slices.Sort(lags)
 	mr.ScheduleLag = Lag{P50MS: ms(Percentile(lags, 50)), P99MS: ms(Percentile(lags, 99)), MaxMS: ms(Percentile(lags, 100))}
