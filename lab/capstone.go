@@ -10,6 +10,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/budget"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/netfault"
 	"github.com/mercado-lab/mercado/loadtest"
 )
 
@@ -46,6 +47,12 @@ type CapstoneConfig struct {
 	// Carrier is shipping's fault during the fault phase, in the --fault
 	// syntax: the carrier slow, not down.
 	Carrier string
+	// Stall is the link whose connection stalls for the first StallFor of
+	// the fault: the data stops and the socket stays open (netfault's
+	// stall, through the fault proxy on the link), so nothing but a
+	// deadline ends a call on it. "" or a StallFor of 0: no stall.
+	Stall    string
+	StallFor time.Duration
 	// Margin is what the suggest step adds to each hop's healthy p99 to
 	// make its cap: a duration, or a share of the p99.
 	Margin budget.Margin
@@ -59,13 +66,15 @@ type CapstoneConfig struct {
 // DefaultCapstone is the capstone as the lesson measures it: Drill 76's
 // load and pool on a 2-core machine, the carrier taking 10 s to answer
 // (the game day's 10 s of vendor latency), 5 s of calm and 20 s of fault
-// per stage.
+// per stage, the first 5 s of the fault with the connection from orders
+// to catalog stalled as well.
 func DefaultCapstone() CapstoneConfig {
 	return CapstoneConfig{
 		CheckoutRate: 100, BrowseRate: 20,
 		WarmUp: 5 * time.Second, Fault: 20 * time.Second,
 		Deadline: time.Second, Patience: 10 * time.Second,
 		Carrier: faults.ShippingCreateShipment + ":hang=10s",
+		Stall:   netfault.OrdersCatalog, StallFor: 5 * time.Second,
 		Margin:  DefaultSuggestMargin,
 		Workers: 200, BreakerOpen: 5 * time.Second,
 	}
@@ -96,6 +105,18 @@ func (c CapstoneConfig) Validate() error {
 	} else if err := set.CheckMethods(faults.ServiceShipping); err != nil {
 		errs = append(errs, fmt.Errorf("carrier: %w", err))
 	}
+	if c.Stall != "" {
+		if err := netfault.CheckLink(c.Stall); err != nil {
+			errs = append(errs, fmt.Errorf("stall: %w", err))
+		}
+	}
+	if c.StallFor < 0 || c.StallFor >= c.Fault {
+		// The carrier alone must follow the stall: clearing a stall closes
+		// its connections, and every call held on them is let go at once.
+		// Let go into a shop that is still broken, they show the fault;
+		// let go into a healthy one, they would count as served.
+		errs = append(errs, fmt.Errorf("stall-for: %v is outside 0 to the fault (%v), exclusive", c.StallFor, c.Fault))
+	}
 	if c.Margin.Fixed < 0 || c.Margin.Fixed > c.Deadline || c.Margin.Share < 0 || c.Margin.Share > 10 {
 		errs = append(errs, fmt.Errorf("margin: %v is outside 0 to the deadline (%v), or 0%% to 1000%%", c.Margin, c.Deadline))
 	}
@@ -114,19 +135,29 @@ const (
 	capstoneFault   = "carrier slow"
 )
 
-// scenario is one stage's run: the calm phase, then the fault.
+// stalls reports whether the fault begins with a stalled link.
+func (c CapstoneConfig) stalls() bool { return c.Stall != "" && c.StallFor > 0 }
+
+// scenario is one stage's run: the calm phase, then the fault — the
+// carrier slow throughout, and for its first part a stalled link too.
 func (c CapstoneConfig) scenario(st capstoneStage) (loadtest.Scenario, error) {
+	carrier := map[string]string{faults.ServiceShipping: c.Carrier}
+	phases := []loadtest.Phase{{Name: capstoneHealthy, Duration: loadtest.Duration(c.WarmUp)}}
+	rest := c.Fault
+	if c.stalls() {
+		phases = append(phases, loadtest.Phase{Name: capstoneFault + ", " + c.Stall + " stalled", Duration: loadtest.Duration(c.StallFor),
+			Faults: carrier, Network: map[string]string{c.Stall: string(netfault.Stall)}})
+		rest -= c.StallFor
+	}
+	phases = append(phases, loadtest.Phase{Name: capstoneFault, Duration: loadtest.Duration(rest), Faults: carrier})
 	sc := loadtest.Scenario{
 		Name:        "capstone",
-		Description: "Lesson 8: the fragile checkout armoured step by step, under the carrier slow (not down).",
+		Description: "Lesson 8: the fragile checkout armoured step by step, under the carrier slow (not down) and a stalled connection.",
 		Modes:       []mode.Mode{st.mode},
 		Deadline:    loadtest.Duration(c.Deadline), Patience: loadtest.Duration(c.Patience),
 		Classes: map[string]loadtest.ClassSpec{"checkout": {Rate: c.CheckoutRate}, "browse": {Rate: c.BrowseRate}},
-		Phases: []loadtest.Phase{
-			{Name: capstoneHealthy, Duration: loadtest.Duration(c.WarmUp)},
-			{Name: capstoneFault, Duration: loadtest.Duration(c.Fault), Faults: map[string]string{faults.ServiceShipping: c.Carrier}},
-		},
-		Shop: loadtest.ShopSpec{Workers: c.Workers, BreakerOpen: loadtest.Duration(c.BreakerOpen), Mechanisms: st.overrides},
+		Phases:  phases,
+		Shop:    loadtest.ShopSpec{Workers: c.Workers, BreakerOpen: loadtest.Duration(c.BreakerOpen), Mechanisms: st.overrides},
 	}
 	return sc, sc.Validate()
 }

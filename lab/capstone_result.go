@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mercado-lab/mercado/internal/budget"
@@ -66,6 +67,8 @@ type CapstoneResult struct {
 		DeadlineMS   int64   `json:"deadline_ms"`
 		PatienceMS   int64   `json:"patience_ms"`
 		Carrier      string  `json:"carrier"`
+		Stall        string  `json:"stall,omitempty"`
+		StallForS    float64 `json:"stall_for_s,omitempty"`
 		Margin       string  `json:"margin"`
 		Workers      int     `json:"workers"`
 	} `json:"config"`
@@ -87,6 +90,9 @@ func capstoneView(cfg CapstoneConfig, sugg budget.Suggestion, run loadtest.Resul
 	c.WarmUpS, c.FaultS = cfg.WarmUp.Seconds(), cfg.Fault.Seconds()
 	c.DeadlineMS, c.PatienceMS = cfg.Deadline.Milliseconds(), cfg.Patience.Milliseconds()
 	c.Carrier, c.Margin, c.Workers = cfg.Carrier, cfg.Margin.String(), cfg.Workers
+	if cfg.stalls() {
+		c.Stall, c.StallForS = cfg.Stall, cfg.StallFor.Seconds()
+	}
 	res.Suggestion, res.Run = sugg, run
 	for _, st := range capstoneStages() {
 		i := slices.IndexFunc(run.Modes, func(m loadtest.ModeResult) bool { return m.Mode == st.name })
@@ -94,12 +100,10 @@ func capstoneView(cfg CapstoneConfig, sugg budget.Suggestion, run loadtest.Resul
 			return CapstoneResult{}, fmt.Errorf("the run has no stage %s", st.name)
 		}
 		mr := run.Modes[i]
-		fault := slices.IndexFunc(mr.Phases, func(p loadtest.PhaseSpan) bool { return p.Name == capstoneFault })
-		if fault < 0 {
-			return CapstoneResult{}, fmt.Errorf("stage %s has no %q phase", st.name, capstoneFault)
+		if len(mr.FaultClasses) == 0 {
+			return CapstoneResult{}, fmt.Errorf("stage %s sent nothing while the fault was on", st.name)
 		}
-		ph := mr.Phases[fault]
-		checkout, browse := summaryOf(ph.Classes, "checkout"), summaryOf(ph.Classes, "browse")
+		checkout, browse := summaryOf(mr.FaultClasses, "checkout"), summaryOf(mr.FaultClasses, "browse")
 		mech, err := st.mechanisms()
 		if err != nil {
 			return CapstoneResult{}, err
@@ -202,8 +206,8 @@ func (s CapstoneStage) cells() []string {
 func (r CapstoneResult) WriteTable(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "Lesson 8: the fragile checkout armoured step by step. In each stage, on a fresh shop: %.0f s healthy,\n", c.WarmUpS)
-	fmt.Fprintf(w, "then %.0f s with shipping's carrier slow (%s), under %.0f checkouts/s and %.0f browses/s;\n", c.FaultS, c.Carrier, c.CheckoutRate, c.BrowseRate)
-	fmt.Fprintf(w, "every client waits %d ms (and hangs up %d ms later). Clients' figures while the carrier is slow;\nservers' over the stage.\n\n", c.DeadlineMS, c.PatienceMS)
+	fmt.Fprintf(w, "then %s,\nunder %.0f checkouts/s and %.0f browses/s; every client waits %d ms (and hangs up %d ms later).\n", r.faultText(), c.CheckoutRate, c.BrowseRate, c.DeadlineMS, c.PatienceMS)
+	fmt.Fprintf(w, "Clients' figures while the fault is on; servers' over the stage.\n\n")
 	for _, s := range r.Stages {
 		if !s.Valid {
 			fmt.Fprintf(w, "!!! stage %s INVALID: %s\n", s.Stage, s.Invalid)
@@ -241,6 +245,17 @@ func (r CapstoneResult) WriteTable(w io.Writer) {
 	}
 }
 
+// faultText says what the fault is: the carrier slow, and the stall.
+func (r CapstoneResult) faultText() string {
+	c := r.Config
+	t := fmt.Sprintf("%.0f s with shipping's carrier slow (%s)", c.FaultS, c.Carrier)
+	if c.Stall != "" {
+		t += fmt.Sprintf(", the first %s s of them with the %s connection stalled too (network stall: the data stops, the socket stays open)",
+			strconv.FormatFloat(c.StallForS, 'f', -1, 64), c.Stall)
+	}
+	return t
+}
+
 // writeColumns writes rows as aligned columns: the first left-aligned,
 // the rest right-aligned.
 func writeColumns(w io.Writer, rows [][]string) {
@@ -270,9 +285,9 @@ func (r CapstoneResult) WriteHTML(w io.Writer) error {
 	lead := report.Lead{
 		Title: "Lesson 8: the fragile checkout, armoured step by step",
 		Notes: []string{
-			fmt.Sprintf("Each stage ran on a fresh shop: %.0f s healthy, then %.0f s with shipping's carrier slow (%s), under %.0f checkouts/s and %.0f browses/s; every client waits %d ms.",
-				r.Config.WarmUpS, r.Config.FaultS, r.Config.Carrier, r.Config.CheckoutRate, r.Config.BrowseRate, r.Config.DeadlineMS),
-			"Clients' figures are those of the requests sent while the carrier was slow; the servers' are counted over the stage.",
+			fmt.Sprintf("Each stage ran on a fresh shop: %.0f s healthy, then %s, under %.0f checkouts/s and %.0f browses/s; every client waits %d ms.",
+				r.Config.WarmUpS, r.faultText(), r.Config.CheckoutRate, r.Config.BrowseRate, r.Config.DeadlineMS),
+			"Clients' figures are those of the requests sent while the fault was on; the servers' are counted over the stage.",
 		},
 		Head: capstoneHead,
 	}

@@ -22,11 +22,13 @@ type stageRun struct {
 	warmStart, warmEnd budget.Hops
 }
 
-// runStage runs one stage on a shop of its own. A stage without read
-// caps cannot promise its calls end (a call waits as long as the
-// dependency takes), so its shop is stopped once its schedule is over and
-// the clients' deadline has passed: what it still held then is cut off,
-// and the command never waits on a hung call.
+// runStage runs one stage on a shop of its own, with the fault proxies
+// between its services when the fault stalls a link. A stage without
+// read caps cannot promise its calls end (a call waits as long as the
+// dependency takes, and on a stalled link for ever), so its shop is
+// stopped once the fault's schedule is over and the clients' deadline has
+// passed: what it still held then is cut off, and the command never waits
+// on a hung call.
 func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg budget.Suggestion, log *slog.Logger, progress func(string, time.Duration, time.Duration)) (stageRun, error) {
 	sc, err := cfg.scenario(st)
 	if err != nil {
@@ -42,6 +44,7 @@ func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg bu
 	r := serve.DefaultResilience()
 	r.Workers, r.BreakerOpen = cfg.Workers, cfg.BreakerOpen
 	shopCfg.Shared.Resilience = r
+	shopCfg.Network = sc.UsesNetwork()
 	if st.suggested {
 		if err := applySuggestion(sugg, &shopCfg); err != nil {
 			return stageRun{}, err
@@ -58,8 +61,13 @@ func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg bu
 	settled := time.AfterFunc(min(time.Second, cfg.WarmUp/3), func() { ss.warmStart(ctx) })
 	defer settled.Stop()
 	if !mech.Caps {
-		end := time.AfterFunc(sc.Length()+cfg.Deadline, func() { ss.stop(ctx, s) })
-		defer end.Stop()
+		// Timed from the fault's start, not the stage's: the steps before
+		// the schedule (switching the mode, setting a link's faults) take
+		// longer on a busy machine, and must not eat into the fault.
+		ss.stopAfter = func() *time.Timer {
+			return time.AfterFunc(cfg.Fault+cfg.Deadline, func() { ss.stop(ctx, s) })
+		}
+		defer ss.cancelStop()
 	}
 	var bar func(string, time.Duration, time.Duration)
 	if progress != nil {
@@ -93,6 +101,10 @@ type stageShop struct {
 	warmed             bool
 	last               *loadtest.Counters
 	stopped            bool
+	// stopAfter, when set, arms the stop of a shop whose calls may never
+	// end, as the fault goes on; end is the armed timer.
+	stopAfter func() *time.Timer
+	end       *time.Timer
 }
 
 var _ loadtest.Shop = (*stageShop)(nil)
@@ -113,8 +125,8 @@ func (s *stageShop) Counters(ctx context.Context) (loadtest.Counters, error) {
 }
 
 // SetFaults puts the faults in force; the first time any go on, it first
-// reads the counters that end the healthy warm-up. After the stop it does
-// nothing.
+// reads the counters that end the healthy warm-up, and arms the stop.
+// After the stop it does nothing.
 func (s *stageShop) SetFaults(ctx context.Context, specs map[string]string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,8 +139,31 @@ func (s *stageShop) SetFaults(ctx context.Context, specs map[string]string) erro
 			return err
 		}
 		s.hopsEnd, s.warmed = h, true
+		if s.stopAfter != nil {
+			s.end = s.stopAfter()
+		}
 	}
 	return s.Shop.SetFaults(ctx, specs)
+}
+
+// SetNetwork puts the links' faults in force; after the stop it does
+// nothing.
+func (s *stageShop) SetNetwork(ctx context.Context, specs map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	return s.Shop.SetNetwork(ctx, specs)
+}
+
+// cancelStop disarms the stop, if it has not fired.
+func (s *stageShop) cancelStop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.end != nil {
+		s.end.Stop()
+	}
 }
 
 // Settle does nothing once the shop is stopped.

@@ -17,14 +17,15 @@ import (
 )
 
 // shortCapstone is the capstone scaled down for a test: a pool of 20
-// instead of 200, a 500 ms deadline, a carrier that takes 5 s, and a few
-// seconds a stage.
+// instead of 200, a 500 ms deadline, a carrier that takes 5 s, a stall of
+// 1 s, and a few seconds a stage.
 func shortCapstone() CapstoneConfig {
 	cfg := DefaultCapstone()
 	cfg.CheckoutRate, cfg.BrowseRate = 30, 10
 	cfg.WarmUp, cfg.Fault = 2*time.Second, 4*time.Second
 	cfg.Deadline, cfg.Patience = 500*time.Millisecond, 3*time.Second
 	cfg.Carrier = "CreateShipment:hang=5s"
+	cfg.StallFor = time.Second
 	cfg.Workers, cfg.BreakerOpen = 20, 2*time.Second
 	return cfg
 }
@@ -83,6 +84,34 @@ func TestCapstone(t *testing.T) {
 		t.Errorf("stopped at end: stage 0 %v, stage 3 %v; want only the stage without caps", fragile.StoppedAtEnd, last.StoppedAtEnd)
 	}
 
+	// The fault is the carrier slow throughout, and the stall through the
+	// real proxy for its first second: the stall's phase shows both in
+	// the report's bands. Only a read cap ends a call on the stalled link:
+	// stage 0 has none, stage 1's orders → catalog calls end at theirs.
+	for i, m := range res.Run.Modes {
+		if len(m.Phases) != 3 {
+			t.Fatalf("stage %s: phases %+v, want healthy, stalled, carrier slow", m.Mode, m.Phases)
+		}
+		st := m.Phases[1]
+		if st.Network[cfg.Stall] != "stall" || st.Faults["shipping"] != cfg.Carrier || !st.Faulty {
+			t.Errorf("stage %s: the stall's phase has network %v and faults %v, want %s stalled and the carrier slow", m.Mode, st.Network, st.Faults, cfg.Stall)
+		}
+		if p := m.Phases[2]; len(p.Network) != 0 || p.Faults["shipping"] != cfg.Carrier {
+			t.Errorf("stage %s: the last phase has network %v and faults %v, want the carrier alone", m.Mode, p.Network, p.Faults)
+		}
+		timeouts := st.Server.HopTimeouts["orders/catalog"]
+		switch i {
+		case 0:
+			if timeouts != 0 {
+				t.Errorf("stage 0 counted %.0f timeouts of orders → catalog; it has no read caps", timeouts)
+			}
+		case 1:
+			if timeouts == 0 {
+				t.Errorf("stage 1 counted no timeouts of orders → catalog while the link was stalled (%v)", st.Server.HopTimeouts)
+			}
+		}
+	}
+
 	// The suggest step read stage 0's healthy warm-up: a cap on the
 	// carrier's hop, above its p99 by the margin, and a connect timeout
 	// within the deadline.
@@ -101,7 +130,7 @@ func TestCapstone(t *testing.T) {
 
 	var table, js, page bytes.Buffer
 	res.WriteTable(&table)
-	for _, want := range []string{"0 fragile", "3 +isolation", "--shipping-cap=", "--connect-timeout=", "browse ok", "PASS"} {
+	for _, want := range []string{"0 fragile", "3 +isolation", "--shipping-cap=", "--connect-timeout=", "browse ok", "PASS", "CreateShipment:hang=5s", "orders-catalog connection stalled"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -148,6 +177,8 @@ func TestCapstoneConfigValidate(t *testing.T) {
 		{"no carrier fault", func(c *CapstoneConfig) { c.Carrier = "" }, "carrier"},
 		{"a margin past the deadline", func(c *CapstoneConfig) { c.Margin = budget.Margin{Fixed: 2 * time.Second} }, "margin"},
 		{"no workers", func(c *CapstoneConfig) { c.Workers = 0 }, "workers"},
+		{"a link that is not one", func(c *CapstoneConfig) { c.Stall = "orders-fraud" }, "stall"},
+		{"a stall as long as the fault", func(c *CapstoneConfig) { c.StallFor = c.Fault }, "stall-for"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultCapstone()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/budget"
+	"github.com/mercado-lab/mercado/internal/netfault"
 	"github.com/mercado-lab/mercado/lab"
 )
 
@@ -17,6 +18,7 @@ import (
 const (
 	quickWarmUp = 2 * time.Second
 	quickFault  = 5 * time.Second
+	quickStall  = 2 * time.Second
 )
 
 func runCapstone(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -29,16 +31,21 @@ func runCapstone(ctx context.Context, args []string, getenv func(string) string,
 	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "every client's deadline")
 	fs.DurationVar(&cfg.Patience, "patience", cfg.Patience, "how long past its deadline a client still waits before it hangs up")
 	fs.StringVar(&cfg.Carrier, "carrier", cfg.Carrier, "shipping's fault while the fault is on, in the --fault syntax")
+	fs.StringVar(&cfg.Stall, "stall", cfg.Stall, "the link whose connection stalls as the fault begins ("+netfault.LinkList()+"; empty for none)")
+	fs.DurationVar(&cfg.StallFor, "stall-for", cfg.StallFor, "how long the link stays stalled, from the fault's start (0 for no stall; shorter than --fault)")
 	fs.Var(marginFlag{&cfg.Margin}, "margin", "what the suggest step adds to each hop's healthy p99 to make its cap: a duration such as 100ms, or a share such as 20%")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "each service's worker pool (shared by every route while bulkheads are off)")
 	fs.DurationVar(&cfg.BreakerOpen, "breaker-open", cfg.BreakerOpen, "how long an open breaker stays open")
 	reportFile := fs.String("report", "", "also write the HTML report, with charts across the stages, to this file")
-	quick := fs.Bool("quick", false, fmt.Sprintf("%v healthy and %v of fault per stage (for CI: a smoke test, not a measurement)", quickWarmUp, quickFault))
+	quick := fs.Bool("quick", false, fmt.Sprintf("%v healthy and %v of fault (%v of it stalled) per stage (for CI: a smoke test, not a measurement)", quickWarmUp, quickFault, quickStall))
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err
 	}
 	if *quick {
 		cfg.WarmUp, cfg.Fault = quickWarmUp, quickFault
+		if cfg.StallFor > 0 {
+			cfg.StallFor = quickStall
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{fmt.Errorf("lab capstone: %w", err)}
