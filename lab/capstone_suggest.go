@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -62,20 +63,23 @@ func histSince(h, before *dto.Histogram) *dto.Histogram {
 	return out
 }
 
-// capSettings are where each call's cap goes in the in-process shop's
-// configuration, by "service/dep", with the flag that sets it when the
-// service runs alone.
-var capSettings = map[string]struct {
-	flag string
-	set  func(*shop.Config, time.Duration)
-}{
-	"gateway/orders":  {"--orders-cap", func(c *shop.Config, d time.Duration) { c.Gateway.OrdersCap = d }},
-	"gateway/catalog": {"--browse-cap", func(c *shop.Config, d time.Duration) { c.Gateway.CatalogCap = d }},
-	"orders/catalog":  {"--catalog-cap", func(c *shop.Config, d time.Duration) { c.Orders.CatalogCap = d }},
-	"orders/fraud":    {"--fraud-cap", func(c *shop.Config, d time.Duration) { c.Orders.FraudCap = d }},
-	"orders/payments": {"--payments-cap", func(c *shop.Config, d time.Duration) { c.Orders.PaymentsCap = d }},
-	"orders/shipping": {"--shipping-cap", func(c *shop.Config, d time.Duration) { c.Orders.ShippingCap = d }},
-	"orders/estimate": {"--estimate-cap", func(c *shop.Config, d time.Duration) { c.Orders.EstimateCap = d }},
+// capSetting is where one call's cap goes in the in-process shop's
+// configuration: the call, as "service/dep", and the flag that sets its
+// cap when the service runs alone.
+type capSetting struct {
+	hop, flag string
+	set       func(*shop.Config, time.Duration)
+}
+
+// capList is every call's cap setting.
+var capList = []capSetting{
+	{"gateway/orders", "--orders-cap", func(c *shop.Config, d time.Duration) { c.Gateway.OrdersCap = d }},
+	{"gateway/catalog", "--browse-cap", func(c *shop.Config, d time.Duration) { c.Gateway.CatalogCap = d }},
+	{"orders/catalog", "--catalog-cap", func(c *shop.Config, d time.Duration) { c.Orders.CatalogCap = d }},
+	{"orders/fraud", "--fraud-cap", func(c *shop.Config, d time.Duration) { c.Orders.FraudCap = d }},
+	{"orders/payments", "--payments-cap", func(c *shop.Config, d time.Duration) { c.Orders.PaymentsCap = d }},
+	{"orders/shipping", "--shipping-cap", func(c *shop.Config, d time.Duration) { c.Orders.ShippingCap = d }},
+	{"orders/estimate", "--estimate-cap", func(c *shop.Config, d time.Duration) { c.Orders.EstimateCap = d }},
 }
 
 // applySuggestion puts s's caps and connect timeout into a shop's
@@ -86,11 +90,11 @@ func applySuggestion(s budget.Suggestion, c *shop.Config) error {
 		if h.Cap == 0 {
 			continue
 		}
-		set, ok := capSettings[h.From+"/"+h.To]
-		if !ok || set.flag != h.Setting {
+		i := slices.IndexFunc(capList, func(c capSetting) bool { return c.hop == h.From+"/"+h.To })
+		if i < 0 || capList[i].flag != h.Setting {
 			return fmt.Errorf("%s → %s: no setting %s in the in-process shop", h.From, h.To, h.Setting)
 		}
-		set.set(c, h.Cap)
+		capList[i].set(c, h.Cap)
 	}
 	if s.ConnectTimeout > 0 {
 		c.Shared.ConnectTimeout = s.ConnectTimeout

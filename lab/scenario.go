@@ -2,8 +2,10 @@ package lab
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -66,14 +68,9 @@ func ScenarioApart(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, 
 func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, progress func(string, time.Duration, time.Duration), gen Generator) (loadtest.Results, error) {
 	cfg := shop.EphemeralConfig()
 	cfg.Shared.DrainTimeout = 200 * time.Millisecond
-	r := serve.DefaultResilience()
-	if sc.Shop.Workers > 0 {
-		r.Workers = sc.Shop.Workers
+	if err := applyShopSpec(sc.Shop, &cfg); err != nil {
+		return loadtest.Results{}, err
 	}
-	if sc.Shop.BreakerOpen > 0 {
-		r.BreakerOpen = time.Duration(sc.Shop.BreakerOpen)
-	}
-	cfg.Shared.Resilience = r
 	// A scenario with network faults runs with the fault proxies between
 	// the services; any other, with none in the way.
 	cfg.Network = sc.UsesNetwork()
@@ -86,6 +83,37 @@ func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, p
 		return gen(ctx, sc, target(s))
 	}
 	return loadtest.RunScenario(ctx, sc, drive(s), loadtest.RunOptions{Progress: progress, CPU: processCPU})
+}
+
+// applyShopSpec sizes the in-process shop as the scenario asks; what it
+// leaves zero keeps the default.
+func applyShopSpec(sp loadtest.ShopSpec, cfg *shop.Config) error {
+	r := serve.DefaultResilience()
+	setIf(&r.Workers, sp.Workers)
+	setIf(&r.Bulkhead, sp.Bulkhead)
+	setIf(&r.BreakerWindow, sp.BreakerWindow)
+	setIf(&r.BreakerRatio, sp.BreakerRatio)
+	setIf(&r.BreakerOpen, time.Duration(sp.BreakerOpen))
+	cfg.Shared.Resilience = r
+	setIf(&cfg.Shared.Margin, time.Duration(sp.Margin))
+	setIf(&cfg.Shared.Floor, time.Duration(sp.Floor))
+	setIf(&cfg.Shared.ConnectTimeout, time.Duration(sp.ConnectTimeout))
+	for name, d := range sp.Caps {
+		i := slices.IndexFunc(capList, func(c capSetting) bool { return c.flag == "--"+name })
+		if i < 0 {
+			return fmt.Errorf("shop.caps: the in-process shop has no cap %s", name)
+		}
+		capList[i].set(cfg, time.Duration(d))
+	}
+	return nil
+}
+
+// setIf sets *dst to v unless v is zero.
+func setIf[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
+	}
 }
 
 // target is where a generator in another process finds the shop s.

@@ -134,13 +134,60 @@ func (s Scenario) UsesNetwork() bool {
 	return false
 }
 
-// ShopSpec sizes an in-process shop.
+// ShopSpec sizes an in-process shop. A field left zero keeps the shop's
+// default (the services' flags of the same names, docs/loadtest.md); a
+// running shop the scenario is sent to keeps its own settings.
 type ShopSpec struct {
 	Workers     int      `yaml:"workers"`
 	BreakerOpen Duration `yaml:"breaker_open"`
+	// Bulkhead is each budgeted bulkhead's slots; the breakers open at
+	// BreakerRatio failures over the last BreakerWindow calls.
+	Bulkhead      int     `yaml:"bulkhead"`
+	BreakerWindow int     `yaml:"breaker_window"`
+	BreakerRatio  float64 `yaml:"breaker_ratio"`
+	// Margin and Floor are the budget's: what each hop keeps back for the
+	// way back, and the least budget worth starting a call with.
+	Margin Duration `yaml:"margin"`
+	Floor  Duration `yaml:"floor"`
+	// ConnectTimeout bounds each attempt to connect to a dependency.
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// Caps are the calls' own caps, by the flag that sets each (without
+	// its dashes: one of CapNames); a call not named keeps its default.
+	Caps map[string]Duration `yaml:"caps"`
 	// Mechanisms are switches applied on top of each mode, in the
 	// --mechanisms syntax ("retries=off").
 	Mechanisms string `yaml:"mechanisms"`
+}
+
+// CapNames are the caps a scenario's shop may set, by the flag of the
+// service that owns each: the gateway's call to orders and its browse
+// call to catalog, then orders' calls.
+func CapNames() []string {
+	return []string{"orders-cap", "browse-cap", "catalog-cap", "fraud-cap", "payments-cap", "shipping-cap", "estimate-cap"}
+}
+
+// validate reports every setting of the shop that is out of range.
+func (sh ShopSpec) validate() []error {
+	var errs []error
+	if sh.Workers < 0 || sh.Bulkhead < 0 || sh.BreakerWindow < 0 {
+		errs = append(errs, errors.New("shop: workers, bulkhead and breaker_window must not be negative"))
+	}
+	if sh.BreakerRatio < 0 || sh.BreakerRatio > 1 {
+		errs = append(errs, fmt.Errorf("shop.breaker_ratio: %v is outside 0 to 1", sh.BreakerRatio))
+	}
+	for name, d := range map[string]Duration{"breaker_open": sh.BreakerOpen, "margin": sh.Margin, "floor": sh.Floor, "connect_timeout": sh.ConnectTimeout} {
+		if d < 0 || d > Duration(time.Hour) {
+			errs = append(errs, fmt.Errorf("shop.%s: %v is outside 0 to 1h", name, time.Duration(d)))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(sh.Caps)) {
+		if !slices.Contains(CapNames(), name) {
+			errs = append(errs, fmt.Errorf("shop.caps: unknown cap %q (want one of %s)", name, strings.Join(CapNames(), ", ")))
+		} else if d := sh.Caps[name]; d <= 0 || d > Duration(time.Hour) {
+			errs = append(errs, fmt.Errorf("shop.caps.%s: %v is outside (0, 1h]", name, time.Duration(d)))
+		}
+	}
+	return errs
 }
 
 // Duration is a time.Duration written as "1s" in YAML.
@@ -268,6 +315,7 @@ func (s Scenario) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, s.Shop.validate()...)
 	if s.Shop.Mechanisms != "" {
 		var o mode.Overrides
 		if err := o.Set(s.Shop.Mechanisms); err != nil {
