@@ -16,7 +16,7 @@ import (
 	"github.com/mercado-lab/mercado/lab/shop"
 )
 
-// shortCapstone is the capstone scaled down for a test: a pool of 20
+// shortCapstone is the capstone scaled down for a test: a pool of 40
 // instead of 200, a 500 ms deadline, a carrier that takes 5 s, a stall of
 // 1 s, and a few seconds a stage.
 func shortCapstone() CapstoneConfig {
@@ -26,7 +26,7 @@ func shortCapstone() CapstoneConfig {
 	cfg.Deadline, cfg.Patience = 500*time.Millisecond, 3*time.Second
 	cfg.Carrier = "CreateShipment:hang=5s"
 	cfg.StallFor = time.Second
-	cfg.Workers, cfg.BreakerOpen = 20, 2*time.Second
+	cfg.Workers, cfg.BreakerOpen = 40, 2*time.Second
 	return cfg
 }
 
