@@ -78,10 +78,11 @@ type traffic struct {
 	mu      sync.Mutex
 	now     Rates
 	stop    context.CancelFunc // nil while stopped
-	seconds map[string]map[int64]*second
+	seconds map[string]map[int64]*second // by class, then by chunk start (Unix ms)
 }
 
-// second is one class's answers to the requests meant for one second.
+// second is one class's answers to one chunk's requests: one second's
+// schedule.
 type second struct {
 	sent, good int
 	latencies  []time.Duration
@@ -89,7 +90,7 @@ type second struct {
 
 // Point is one second of one class, as the charts draw it.
 type Point struct {
-	// T is the second, Unix seconds.
+	// T is when the second began, Unix milliseconds.
 	T    int64 `json:"t"`
 	Sent int   `json:"sent"`
 	// Good are the answers that succeeded within the deadline: the
@@ -151,8 +152,10 @@ func (t *traffic) run(ctx context.Context, r Rates) {
 	tick := time.NewTicker(chunk)
 	defer tick.Stop()
 	for n := 0; ; n++ {
+		began := time.Now().UnixMilli()
+		record := func(s loadtest.Sample) { t.record(began, s) }
 		go func() {
-			_, _ = loadtest.Run(ctx, loadtest.Options{Base: t.gateway, Duration: chunk, OnSample: t.record}, t.keyed(classes, n)...)
+			_, _ = loadtest.Run(ctx, loadtest.Options{Base: t.gateway, Duration: chunk, OnSample: record}, t.keyed(classes, n)...)
 		}()
 		if r.Checkout > 0 {
 			go func() { _, _ = t.chain.checkout(ctx, time.Duration(r.DeadlineMS)*time.Millisecond) }()
@@ -197,8 +200,11 @@ func (t *traffic) keyed(classes []loadtest.Class, n int) []loadtest.Class {
 	return out
 }
 
-// record files one answer under the second it was meant to be sent.
-func (t *traffic) record(s loadtest.Sample) {
+// record files one answer under its chunk, the second that began at
+// began (Unix ms). A point is a chunk, not a clock second, so that none
+// is drawn half full: the generator hands a chunk's answers over once
+// they are all in.
+func (t *traffic) record(began int64, s loadtest.Sample) {
 	deadline := exportDeadline
 	if s.Class != "export" {
 		deadline = time.Duration(t.rates().DeadlineMS) * time.Millisecond
@@ -210,11 +216,10 @@ func (t *traffic) record(s loadtest.Sample) {
 		bySec = map[int64]*second{}
 		t.seconds[s.Class] = bySec
 	}
-	sec := s.Intended.Unix()
-	b := bySec[sec]
+	b := bySec[began]
 	if b == nil {
 		b = &second{}
-		bySec[sec] = b
+		bySec[began] = b
 	}
 	b.sent++
 	if s.Good(deadline) {
@@ -222,7 +227,7 @@ func (t *traffic) record(s loadtest.Sample) {
 	}
 	b.latencies = append(b.latencies, s.Latency)
 	for old := range bySec {
-		if sec-old > int64(2*window/time.Second) {
+		if began-old > (2 * window).Milliseconds() {
 			delete(bySec, old)
 		}
 	}
@@ -234,7 +239,7 @@ func (t *traffic) record(s loadtest.Sample) {
 func (t *traffic) window(now time.Time, span time.Duration) (map[string][]Point, map[string]int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	from := now.Add(-span).Unix()
+	from := now.Add(-span).UnixMilli()
 	out := map[string][]Point{}
 	for class, bySec := range t.seconds {
 		points := []Point{}

@@ -34,8 +34,8 @@ const LEAVES = [
   { hop: "fraud", label: "payments · fraud screen" },
   { hop: "payments", label: "payments · charge" },
   { hop: "shipping", label: "shipping · book shipment" },
-  { hop: "estimate", label: "shipping · estimate (optional)" },
-  { hop: "audit", label: "payments · audit (fire-forward)" },
+  { hop: "estimate", label: "estimate · optional" },
+  { hop: "audit", label: "audit · fire-forward" },
 ];
 
 const view = {
@@ -355,7 +355,7 @@ function drawChain(co) {
     return [x + w, y + h / 2, x, y + h / 2];
   };
   const hopLines = (h) => {
-    if (!h) return [["not called"]];
+    if (!h) return [["not among this checkout's hops"]];
     const [sym, words, cls] = outcome(h.outcome);
     return [
       [h.has_rem ? "budget left " + fmt(h.rem_ms) + " ms" : "budget left: unknown"],
@@ -372,25 +372,26 @@ function drawChain(co) {
   el("path", { d: "M" + client[0] + "," + client[1] + " L" + (gateway[2] - 2) + "," + gateway[3], class: "edge" }, svg);
   el("path", { d: "M" + gateway[0] + "," + gateway[1] + " L" + (orders[2] - 2) + "," + orders[3], class: "edge" }, svg);
   LEAVES.forEach((leaf, i) => {
-    const y = 4 + i * 49;
-    const h = hops[leaf.hop];
-    const lines = hopLines(h);
-    const g = node(560, y, 376, 45, leaf.label, [], h, undefined);
-    // Leaves are one row each: the budget on the right of the name, the
-    // rest beneath.
-    const row = svg.lastChild;
+    const x = 560, y = 4 + i * 49, h = hops[leaf.hop];
+    const g = el("g", { class: "node leaf" + (co && !h ? " idle" : "") }, svg);
+    el("rect", { x, y, width: 376, height: 45, rx: 6, class: "box" }, g);
+    text(g, x + 8, y + 17, leaf.label, "name");
     if (h) {
-      text(row, 560 + 8, y + 37, lines[1][0] + " · " + lines[2][0] + " · " + lines[3][0], lines[3][1]).setAttribute("data-hop-outcome", h.outcome);
-      text(row, 560 + 250, y + 19, h.has_rem ? fmt(h.rem_ms) + " ms left" : "");
+      // Left: the call's timeout and time; right: the budget it had
+      // left, as words and a bar, and how it ended.
+      const [sym, words, cls] = outcome(h.outcome);
+      text(g, x + 8, y + 38, "timeout " + (h.timeout_ms ? fmt(h.timeout_ms) + " ms" : "none") + " · took " + fmt(h.took_ms) + " ms");
+      text(g, x + 240, y + 17, h.has_rem ? fmt(h.rem_ms) + " ms left" : "budget unknown");
+      text(g, x + 240, y + 40, sym + " " + words, "outcome-" + cls).setAttribute("data-hop-outcome", h.outcome);
       if (h.has_rem) {
-        el("rect", { x: 560 + 250, y: y + 24, width: 118, height: 6, class: "budget-back" }, row);
-        const bar = el("rect", { x: 560 + 250, y: y + 24, width: 118, height: 6, class: "budget" }, row);
-        bars.push([bar, Math.max(0, Math.min(1, h.rem_ms / deadline)) * 118, h.rem_ms / deadline]);
+        el("rect", { x: x + 240, y: y + 22, width: 128, height: 6, class: "budget-back" }, g);
+        const bar = el("rect", { x: x + 240, y: y + 22, width: 128, height: 6, class: "budget" }, g);
+        bars.push([bar, Math.max(0, Math.min(1, h.rem_ms / deadline)) * 128, h.rem_ms / deadline]);
       }
     } else {
-      text(row, 568, y + 37, "not called");
+      text(g, x + 8, y + 38, co ? "not among this checkout's hops" : "");
     }
-    el("path", { d: "M" + orders[0] + "," + orders[1] + " C535," + orders[1] + " 535," + (y + 22) + " " + (g[2] - 2) + "," + (y + 22), class: "edge" }, svg);
+    el("path", { d: "M" + orders[0] + "," + orders[1] + " C535," + orders[1] + " 535," + (y + 22) + " " + (x - 2) + "," + (y + 22), class: "edge" }, svg);
   });
 
   // The bars start full and shrink to what was left, one hop after the
@@ -510,7 +511,7 @@ function short(v) {
 function drawCharts(t) {
   const now = t.at;
   const classes = Object.keys(t.classes).sort();
-  const at = (p) => p.t * 1000 + 500;
+  const at = (p) => p.t + 500; // the middle of the second
   lineChart($("#chart-goodput"), classes.map((c) => ({ name: c + " good/s", points: t.classes[c].map((p) => [at(p), p.good]) })), {
     now, unit: "per second", empty: "no traffic: start some",
   });
