@@ -77,7 +77,7 @@ type traffic struct {
 
 	mu      sync.Mutex
 	now     Rates
-	stop    context.CancelFunc // nil while stopped
+	stop    context.CancelFunc           // nil while stopped
 	seconds map[string]map[int64]*second // by class, then by chunk start (Unix ms)
 }
 
