@@ -188,6 +188,11 @@ func TestConsoleInChromium(t *testing.T) {
 			}
 			t.Logf("wrote %s", path)
 		}
+		// Picking an older checkout shows its hops, and stays on it.
+		n := eval(`Number(document.querySelectorAll("#checkouts button")[2].dataset.n)`)
+		run("pick an older checkout", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#checkouts button[data-n="%d"]`, int(n)))))
+		waitFor("its hop table", fmt.Sprintf(`document.querySelector("#hops-caption").textContent.startsWith("Hops of checkout #%d ")`, int(n)))
+		waitFor("its chain", fmt.Sprintf(`document.querySelector("#chain-caption").textContent.startsWith("Checkout #%d:")`, int(n)))
 		run("stop traffic", chromedp.Click(chromedp.CSS("#stop-traffic")))
 		waitFor("the traffic stopped", `document.querySelector("#traffic-now").textContent.includes("stopped")`)
 	})
