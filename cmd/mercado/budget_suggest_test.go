@@ -103,9 +103,11 @@ func TestBudgetSuggestFromAShop(t *testing.T) {
 		}
 		catalog = true
 		// 30 ms of simulated work lands in the (25 ms, 50 ms] bucket; a
-		// busy machine may push it one bucket up. The cap is the p99 plus
-		// 10 ms, rounded up to 5 ms.
-		if h.Samples != checkouts || h.P99MS < 30 || h.P99MS > 100 || h.CapMS < h.P99MS+10 || h.CapMS > h.P99MS+15 {
+		// busy machine (the race detector on, other builds) may push the
+		// slowest of 20 calls several buckets up, so only a p99 below the
+		// work or far past it fails. The cap is the p99 plus 10 ms,
+		// rounded up to 5 ms.
+		if h.Samples != checkouts || h.P99MS < 30 || h.P99MS > 1000 || h.CapMS < h.P99MS+10 || h.CapMS > h.P99MS+15 {
 			t.Errorf("orders → catalog: %+v", h)
 		}
 	}

@@ -151,8 +151,9 @@ func TestCheckoutEndToEnd(t *testing.T) {
 }
 
 // TestDeadlineHonouredOnlyWhenBudgeted slows payments to 400 ms and hangs
-// shipping (cap 1 s) under a 500 ms client deadline. Naive mode cannot end
-// before 400 + 1000 ms; budgeted mode answers near the deadline. The money
+// shipping (cap 2 s) under an 800 ms client deadline. Naive mode cannot end
+// before 400 + 2000 ms; budgeted mode answers near the deadline, with the
+// charge done well inside it even on a busy machine. The money
 // is taken either way: naive mode, calling every step in line, fails the
 // checkout at shipping (504); budgeted mode's outbox confirms the order
 // with its shipment pending (201).
@@ -173,20 +174,20 @@ func TestDeadlineHonouredOnlyWhenBudgeted(t *testing.T) {
 		cfg.Shared.DrainTimeout = 50 * time.Millisecond
 		off := mode.RetriesOff
 		cfg.Shared.Overrides = mode.Overrides{Retries: &off} // the deadline alone
-		cfg.Orders.ShippingCap = time.Second
+		cfg.Orders.ShippingCap = 2 * time.Second
 		cfg.Payments.Faults = faults.Set{"CreateCharge": {Latency: 400 * time.Millisecond}}
 		cfg.Shipping.Faults = faults.Set{"CreateShipment": {Hang: 5 * time.Second}}
 		s := startShop(t, cfg)
-		resp, body, d := checkout(t, s.GatewayURL(), "500")
+		resp, body, d := checkout(t, s.GatewayURL(), "800")
 		if w := want[m]; resp.StatusCode != w.code || !strings.Contains(string(body), w.body) {
 			t.Errorf("%s: status %d %s, want %d with %s", m, resp.StatusCode, body, w.code, w.body)
 		}
 		took[m] = d
 	}
-	if took[mode.Naive] < 1400*time.Millisecond {
-		t.Errorf("naive took %v, want at least payments 400 ms + shipping cap 1 s", took[mode.Naive])
+	if took[mode.Naive] < 2400*time.Millisecond {
+		t.Errorf("naive took %v, want at least payments 400 ms + shipping cap 2 s", took[mode.Naive])
 	}
-	if took[mode.Budgeted] > 1000*time.Millisecond {
-		t.Errorf("budgeted took %v, want near the 500 ms deadline (bound 1 s)", took[mode.Budgeted])
+	if took[mode.Budgeted] > 1600*time.Millisecond {
+		t.Errorf("budgeted took %v, want near the 800 ms deadline (bound 1.6 s)", took[mode.Budgeted])
 	}
 }
