@@ -38,7 +38,7 @@ func scanKey(row pgx.Row) (KeyRecord, error) {
 	return r, err
 }
 
-// claimAttempts bounds Claim's retries when the key it found is released
+// claimAttempts bounds a claim's retries when the key it found is released
 // between its two statements.
 const claimAttempts = 3
 
@@ -50,20 +50,28 @@ const claimAttempts = 3
 // second sees the first's new lease. When nothing was taken, no row is
 // returned, and the stored record is read.
 func (k *PGKeys) Claim(ctx context.Context, key, hash string, now, leaseUntil time.Time) (KeyRecord, bool, error) {
-	for range claimAttempts {
-		rec, err := scanKey(k.pool.QueryRow(ctx, `
+	return k.claim(ctx, key, "claiming an idempotency key", `
 			INSERT INTO orders.idempotency_keys AS k (key, request_hash, lease_until, created_at)
 			VALUES ($1, $2, $4, $3)
 			ON CONFLICT (key) DO UPDATE
 				SET request_hash = excluded.request_hash, completed = false, response = NULL,
 				    lease_until = excluded.lease_until, created_at = excluded.created_at, holders = k.holders + 1
 				WHERE NOT k.completed AND k.lease_until <= $3 AND k.request_hash = excluded.request_hash
-			RETURNING `+keyColumns, key, hash, now, leaseUntil))
+			RETURNING `+keyColumns, key, hash, now, leaseUntil)
+}
+
+// claim runs a claiming statement (Claim's, or ClaimWithOrder's) that
+// returns the key's record when it took the key and no row when it did
+// not; then it reads the stored record. A key released between the two
+// statements is claimed again, up to claimAttempts times.
+func (k *PGKeys) claim(ctx context.Context, key, doing, sql string, args ...any) (KeyRecord, bool, error) {
+	for range claimAttempts {
+		rec, err := scanKey(k.pool.QueryRow(ctx, sql, args...))
 		switch {
 		case err == nil:
 			return rec, true, nil
 		case !postgres.NoRows(err):
-			return KeyRecord{}, false, postgres.Error(err, "claiming an idempotency key")
+			return KeyRecord{}, false, postgres.Error(err, doing)
 		}
 		rec, err = scanKey(k.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM orders.idempotency_keys WHERE key = $1`, key))
 		switch {
@@ -72,7 +80,7 @@ func (k *PGKeys) Claim(ctx context.Context, key, hash string, now, leaseUntil ti
 		case !postgres.NoRows(err):
 			return KeyRecord{}, false, postgres.Error(err, "reading an idempotency key")
 		}
-		// Released (or reaped) since the insert: try again.
+		// Released (or reaped) since the claim: try again.
 	}
 	return KeyRecord{}, false, apperr.New(apperr.Unavailable, "idempotency key %q keeps changing hands; retry", key)
 }
@@ -158,23 +166,7 @@ var claimWithOrderSQL = `
 // statement when the key was free.
 func (k *PGKeys) ClaimWithOrder(ctx context.Context, key, hash string, now, leaseUntil time.Time, o Order) (KeyRecord, bool, error) {
 	args := append([]any{key, hash, now, leaseUntil}, orderArgs(o)...)
-	for range claimAttempts {
-		rec, err := scanKey(k.pool.QueryRow(ctx, claimWithOrderSQL, args...))
-		switch {
-		case err == nil:
-			return rec, true, nil
-		case !postgres.NoRows(err):
-			return KeyRecord{}, false, postgres.Error(err, "claiming an idempotency key and recording its order")
-		}
-		rec, err = scanKey(k.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM orders.idempotency_keys WHERE key = $1`, key))
-		switch {
-		case err == nil:
-			return rec, false, nil
-		case !postgres.NoRows(err):
-			return KeyRecord{}, false, postgres.Error(err, "reading an idempotency key")
-		}
-	}
-	return KeyRecord{}, false, apperr.New(apperr.Unavailable, "idempotency key %q keeps changing hands; retry", key)
+	return k.claim(ctx, key, "claiming an idempotency key and recording its order", claimWithOrderSQL, args...)
 }
 
 // CompleteWithOrder implements OrderKeys in one statement: the order's
