@@ -149,7 +149,10 @@ func soak(t *testing.T, cfg shop.Config, db *pgtest.Database, perOrder int64) {
 
 	capacity := measureCapacity(t, base, 16, 2*time.Second)
 	rate := 0.7 * capacity
-	if rate < 5 {
+	// A few checkouts a second are enough to see memory, goroutines or
+	// connections grow; CI measured 6/s on PostgreSQL with the race
+	// detector on and the docs' labs running beside it.
+	if rate < 2 {
 		t.Fatalf("measured capacity %.0f checkouts/s: the machine is too busy to soak", capacity)
 	}
 	t.Logf("capacity %.0f checkouts/s on this machine; soaking at %.0f/s (70%%) for %v", capacity, rate, duration)
