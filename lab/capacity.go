@@ -25,6 +25,8 @@ type CapacityConfig struct {
 	// DatabaseURL keeps the services' state in PostgreSQL; empty keeps
 	// it in memory.
 	DatabaseURL string
+	// DBMaxConns is each service's database pool on PostgreSQL.
+	DBMaxConns int
 	// P99 is the bound a sustained rate's p99 latency must stay within.
 	P99 time.Duration
 	// Step is how long each rate is held.
@@ -48,6 +50,7 @@ func DefaultCapacity() CapacityConfig {
 	return CapacityConfig{
 		Modes: []mode.Mode{mode.Naive, mode.Budgeted}, P99: 25 * time.Millisecond,
 		Step: 5 * time.Second, Start: 100, Max: 5000, Refine: 3, Deadline: time.Second,
+		DBMaxConns: serve.DefaultDBMaxConns,
 	}
 }
 
@@ -66,6 +69,8 @@ func (c CapacityConfig) Validate() error {
 		return fmt.Errorf("refine: %d is outside 0 to 10", c.Refine)
 	case c.Deadline < c.P99 || c.Deadline > time.Minute:
 		return fmt.Errorf("deadline: %v must be at least the p99 bound and at most 1m", c.Deadline)
+	case c.DBMaxConns < 1 || c.DBMaxConns > 1000:
+		return fmt.Errorf("db-max-conns: %d is outside 1 to 1000", c.DBMaxConns)
 	}
 	for _, m := range c.Modes {
 		if _, err := mode.Parse(string(m)); err != nil {
@@ -278,7 +283,7 @@ func warmUp(ctx context.Context, cfg CapacityConfig, m mode.Mode, log *slog.Logg
 			log.Warn("stopping the shop", "err", err)
 		}
 	}()
-	if err := warmConnections(ctx, s.GatewayURL(), fmt.Sprintf("warmup-conns-%s", m)); err != nil {
+	if err := warmConnections(ctx, s.GatewayURL(), fmt.Sprintf("warmup-conns-%s", m), cfg.DBMaxConns); err != nil {
 		return err
 	}
 	c := loadtest.Class{Name: "checkout", Rate: rate, Deadline: cfg.Deadline, Request: loadtest.CheckoutRequest(fmt.Sprintf("warmup-%s", m))}
@@ -286,21 +291,22 @@ func warmUp(ctx context.Context, cfg CapacityConfig, m mode.Mode, log *slog.Logg
 	return err
 }
 
-// warmConnections sends warmRounds rounds of warmConns checkouts at once,
+// warmConnections sends warmRounds rounds of conns checkouts at once (a
+// service's database pool, CapacityConfig.DBMaxConns),
 // so that every connection of every service's database pool is opened
 // and has run a checkout's statements (its server process's caches, the
 // driver's prepared statements) before anything is measured. A timed
 // warm-up alone leaves most of them cold at a low rate: a few checkouts a
 // second spread over ten fresh connections a service each paid for the
 // cold connections in every checkout. Their answers are not judged.
-func warmConnections(ctx context.Context, base, keyPrefix string) error {
+func warmConnections(ctx context.Context, base, keyPrefix string, conns int) error {
 	request := loadtest.CheckoutRequest(keyPrefix)
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	seq := uint64(0)
 	for range warmRounds {
 		var wg sync.WaitGroup
-		for range warmConns {
+		for range conns {
 			seq++
 			target := request(base, seq)
 			wg.Go(func() {
@@ -321,9 +327,8 @@ func warmConnections(ctx context.Context, base, keyPrefix string) error {
 	return ctx.Err()
 }
 
-// warmConns is the checkouts warmConnections sends at once: a service's
-// pool as the capacity lab sizes it (see startCapacityShop).
-const warmConns, warmRounds = capacityDBConns, 3
+// warmRounds is how many rounds of checkouts warmConnections sends.
+const warmRounds = 3
 
 // warmRate is the highest rate warmUp sends at: gentle enough for a cold
 // PostgreSQL store on two cores.
@@ -351,7 +356,7 @@ func holdRateFresh(ctx context.Context, cfg CapacityConfig, m mode.Mode, rate fl
 			log.Warn("stopping the shop", "err", err)
 		}
 	}()
-	if err := warmConnections(ctx, s.GatewayURL(), fmt.Sprintf("conns-%s-%v", m, rate)); err != nil {
+	if err := warmConnections(ctx, s.GatewayURL(), fmt.Sprintf("conns-%s-%v", m, rate), cfg.DBMaxConns); err != nil {
 		return CapacityStep{}, err
 	}
 	warm := loadtest.Class{Name: "checkout", Rate: rate, Deadline: cfg.Deadline, Request: loadtest.CheckoutRequest(fmt.Sprintf("warm-%s-%v", m, rate))}
@@ -364,16 +369,13 @@ func holdRateFresh(ctx context.Context, cfg CapacityConfig, m mode.Mode, rate fl
 	return st, err
 }
 
-// capacityDBConns is each service's database pool in the capacity lab.
-const capacityDBConns = 10
-
 func startCapacityShop(ctx context.Context, cfg CapacityConfig, m mode.Mode, log *slog.Logger) (*shop.Shop, error) {
 	sc := shop.EphemeralConfig()
 	sc.Shared.Mode, sc.Shared.Margin, sc.Shared.Floor = m, serve.DefaultMargin, serve.DefaultFloor
 	sc.Shared.DrainTimeout = time.Second
 	sc.Shared.Overrides = cfg.Mechanisms
 	if cfg.DatabaseURL != "" {
-		sc.Shared.DatabaseURL, sc.Shared.DBMaxConns = cfg.DatabaseURL, capacityDBConns
+		sc.Shared.DatabaseURL, sc.Shared.DBMaxConns = cfg.DatabaseURL, cfg.DBMaxConns
 	}
 	return shop.Start(ctx, sc, log)
 }

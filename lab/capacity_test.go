@@ -165,6 +165,7 @@ func TestCapacityConfigValidate(t *testing.T) {
 		"short step":       func(c *CapacityConfig) { c.Step = time.Millisecond },
 		"max below start":  func(c *CapacityConfig) { c.Max = c.Start - 1 },
 		"too many refines": func(c *CapacityConfig) { c.Refine = 11 },
+		"no database pool": func(c *CapacityConfig) { c.DBMaxConns = 0 },
 		"deadline < p99":   func(c *CapacityConfig) { c.Deadline = c.P99 / 2 },
 	} {
 		c := DefaultCapacity()

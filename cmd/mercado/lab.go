@@ -292,6 +292,7 @@ func runCapacity(ctx context.Context, args []string, getenv func(string) string,
 	modes := fs.String("modes", "naive,budgeted", "the modes to search, comma-separated")
 	fs.Var(&cfg.Mechanisms, "mechanisms", "switch single mechanisms on top of each mode, e.g. bulkheads=off,outbox=off")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "keep the services' state in this PostgreSQL database (default: in memory)")
+	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "each service's database pool, with --database-url")
 	fs.DurationVar(&cfg.P99, "p99", cfg.P99, "the p99 latency a sustained rate must stay within")
 	fs.DurationVar(&cfg.Step, "step", cfg.Step, "how long each rate is held")
 	fs.Float64Var(&cfg.Start, "start", cfg.Start, "the first rate tried (checkouts/s); it doubles while rates hold, halves while they fail")
