@@ -206,8 +206,15 @@ func (st capstoneStage) mechanisms() (mode.Mechanisms, error) {
 
 // Capstone runs the four stages, each on a fresh shop, and reads the
 // lesson's figures from them. progress, if set, is told how far each
-// stage's load has got.
+// stage's load has got. The load generator runs in this process too;
+// CapstoneApart runs it in another.
 func Capstone(ctx context.Context, cfg CapstoneConfig, log *slog.Logger, progress func(stage string, done, total time.Duration)) (CapstoneResult, error) {
+	return CapstoneApart(ctx, cfg, log, progress, nil)
+}
+
+// CapstoneApart is Capstone with each stage's load sent by gen (nil: from
+// this process).
+func CapstoneApart(ctx context.Context, cfg CapstoneConfig, log *slog.Logger, progress func(stage string, done, total time.Duration), gen StageGenerator) (CapstoneResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return CapstoneResult{}, err
 	}
@@ -216,18 +223,18 @@ func Capstone(ctx context.Context, cfg CapstoneConfig, log *slog.Logger, progres
 		sugg budget.Suggestion
 	)
 	for i, st := range capstoneStages() {
-		out, err := runStage(ctx, cfg, st, sugg, log, progress)
+		out, err := runStage(ctx, cfg, st, sugg, log, progress, gen)
 		if err != nil {
 			return CapstoneResult{}, fmt.Errorf("stage %s: %w", st.name, err)
 		}
 		if run.Scenario == "" {
-			run = out.results
+			run = out.Results
 			run.Modes = nil
 		}
-		run.Modes = append(run.Modes, out.results.Modes...)
+		run.Modes = append(run.Modes, out.Results.Modes...)
 		if i == 0 {
 			// The suggest step reads stage 0's healthy warm-up.
-			if sugg, err = suggestFrom(out.warmStart, out.warmEnd, cfg.Margin, cfg.Deadline); err != nil {
+			if sugg, err = suggestFrom(out.WarmStart, out.WarmEnd, cfg.Margin, cfg.Deadline); err != nil {
 				return CapstoneResult{}, fmt.Errorf("suggest: %w", err)
 			}
 		}
