@@ -54,7 +54,7 @@ func runCapstone(ctx context.Context, args []string, getenv func(string) string,
 	// The lab breaks the shop on purpose and stops it mid-flight; what the
 	// services would log about that is not the lesson.
 	bar := newProgress(stderr)
-	res, err := lab.Capstone(ctx, cfg, slog.New(slog.DiscardHandler), bar.update)
+	res, err := lab.CapstoneApart(ctx, cfg, slog.New(slog.DiscardHandler), bar.update, stageGeneratorApart(stderr))
 	bar.finish()
 	if err != nil {
 		return fmt.Errorf("lab capstone: %w", err)

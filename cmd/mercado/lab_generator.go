@@ -20,7 +20,7 @@ import (
 
 // A scenario lab's load generator runs in a process of its own: this
 // program, started again as `mercado lab load-generator`, one process per
-// mode. In the lab's process the generator's goroutines would queue behind
+// mode (per stage, for the capstone). In the lab's process the generator's goroutines would queue behind
 // the shop's, which the lab makes busy on purpose (naive mode's retries and
 // queues), and Go's scheduler has no priorities: the requests would leave
 // late and the run would measure the generator. The kernel, between two
@@ -33,13 +33,22 @@ const generatorCommand = "load-generator"
 type generatorRequest struct {
 	Scenario loadtest.Scenario `json:"scenario"`
 	Shop     lab.Target        `json:"shop"`
+	// Stage, when set, makes the run a capstone stage's
+	// (lab.RunStageLoad): the generator reads the warm-up's hops and asks
+	// for the shop's stop when these say.
+	Stage *lab.StageHooks `json:"stage,omitempty"`
 }
 
 // generatorMessage is one line the generator writes on standard output:
-// how far it got, then its results.
+// how far it got, then its results — for a capstone stage, with the
+// warm-up's hops, and before them, when the stage's shop must stop, a
+// message that says so.
 type generatorMessage struct {
 	Progress *generatorProgress `json:"progress,omitempty"`
-	Results  *loadtest.Results  `json:"results,omitempty"`
+	// StopShop asks the lab to stop the shop now.
+	StopShop bool              `json:"stop_shop,omitempty"`
+	Results  *loadtest.Results `json:"results,omitempty"`
+	Stage    *lab.StageLoad    `json:"stage,omitempty"`
 }
 
 type generatorProgress struct {
@@ -57,46 +66,81 @@ func generatorApart(stderr io.Writer, progress func(string, time.Duration, time.
 		return nil
 	}
 	return func(ctx context.Context, sc loadtest.Scenario, shop lab.Target) (loadtest.Results, error) {
-		req, err := json.Marshal(generatorRequest{Scenario: sc, Shop: shop})
+		m, err := runGeneratorProcess(ctx, self, generatorRequest{Scenario: sc, Shop: shop}, stderr, progress, nil)
 		if err != nil {
 			return loadtest.Results{}, err
 		}
-		cmd := exec.CommandContext(ctx, self, "lab", generatorCommand)
-		cmd.Stdin, cmd.Stderr = bytes.NewReader(req), stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return loadtest.Results{}, err
-		}
-		if err := cmd.Start(); err != nil {
-			return loadtest.Results{}, fmt.Errorf("load generator: %w", err)
-		}
-		var res *loadtest.Results
-		dec := json.NewDecoder(out)
-		for {
-			var m generatorMessage
-			if err := dec.Decode(&m); err != nil {
-				break
-			}
-			if p := m.Progress; p != nil && progress != nil {
-				progress(p.Mode, p.Done, p.Total)
-			}
-			if m.Results != nil {
-				res = m.Results
-			}
-		}
-		if err := cmd.Wait(); err != nil {
-			return loadtest.Results{}, fmt.Errorf("load generator: %w", err)
-		}
-		if res == nil {
+		if m.Results == nil {
 			return loadtest.Results{}, errors.New("load generator: it ended without results")
 		}
-		return *res, nil
+		return *m.Results, nil
 	}
+}
+
+// stageGeneratorApart returns the capstone's StageGenerator that starts
+// this program as the generator's process, or nil (the generator in this
+// process) when the program cannot find itself.
+func stageGeneratorApart(stderr io.Writer) lab.StageGenerator {
+	self, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return func(ctx context.Context, sc loadtest.Scenario, shop lab.Target, hooks lab.StageHooks, stopShop func(), progress func(string, time.Duration, time.Duration)) (lab.StageLoad, error) {
+		m, err := runGeneratorProcess(ctx, self, generatorRequest{Scenario: sc, Shop: shop, Stage: &hooks}, stderr, progress, stopShop)
+		if err != nil {
+			return lab.StageLoad{}, err
+		}
+		if m.Stage == nil {
+			return lab.StageLoad{}, errors.New("load generator: it ended without the stage's results")
+		}
+		return *m.Stage, nil
+	}
+}
+
+// runGeneratorProcess starts self as the generator's process with req,
+// tells progress how far it got and calls stopShop when it asks for the
+// shop's stop, and returns its last message with results.
+func runGeneratorProcess(ctx context.Context, self string, req generatorRequest, stderr io.Writer, progress func(string, time.Duration, time.Duration), stopShop func()) (generatorMessage, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return generatorMessage{}, err
+	}
+	cmd := exec.CommandContext(ctx, self, "lab", generatorCommand)
+	cmd.Stdin, cmd.Stderr = bytes.NewReader(body), stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return generatorMessage{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return generatorMessage{}, fmt.Errorf("load generator: %w", err)
+	}
+	var last generatorMessage
+	dec := json.NewDecoder(out)
+	for {
+		var m generatorMessage
+		if err := dec.Decode(&m); err != nil {
+			break
+		}
+		if p := m.Progress; p != nil && progress != nil {
+			progress(p.Mode, p.Done, p.Total)
+		}
+		if m.StopShop && stopShop != nil {
+			stopShop()
+		}
+		if m.Results != nil || m.Stage != nil {
+			last = m
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return generatorMessage{}, fmt.Errorf("load generator: %w", err)
+	}
+	return last, nil
 }
 
 // runLoadGenerator is the generator's process: it reads a
 // generatorRequest on stdin, runs the scenario against the shop named
-// there, and writes its progress and results on stdout.
+// there — as a capstone stage when the request says so — and writes its
+// progress and results on stdout.
 func runLoadGenerator(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	var req generatorRequest
 	if err := json.NewDecoder(stdin).Decode(&req); err != nil {
@@ -109,12 +153,21 @@ func runLoadGenerator(ctx context.Context, stdin io.Reader, stdout io.Writer) er
 		defer mu.Unlock()
 		return enc.Encode(m)
 	}
-	res, err := loadtest.RunScenario(ctx, req.Scenario, req.Shop.Drive(), loadtest.RunOptions{
+	opts := loadtest.RunOptions{
 		Progress: func(m string, done, total time.Duration) {
 			_ = send(generatorMessage{Progress: &generatorProgress{Mode: m, Done: done, Total: total}})
 		},
 		CPU: processCPU(req.Shop.PID),
-	})
+	}
+	if req.Stage != nil {
+		stopShop := func() { _ = send(generatorMessage{StopShop: true}) }
+		out, err := lab.RunStageLoad(ctx, req.Scenario, req.Shop, *req.Stage, stopShop, opts)
+		if err != nil {
+			return fmt.Errorf("lab %s: %w", generatorCommand, err)
+		}
+		return send(generatorMessage{Stage: &out})
+	}
+	res, err := loadtest.RunScenario(ctx, req.Scenario, req.Shop.Drive(), opts)
 	if err != nil {
 		return fmt.Errorf("lab %s: %w", generatorCommand, err)
 	}

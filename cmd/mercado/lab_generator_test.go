@@ -10,6 +10,16 @@ import (
 	"github.com/mercado-lab/mercado/loadtest"
 )
 
+// TestMain lets this test binary be the load generator's process: the
+// labs start their own executable again as `mercado lab load-generator`,
+// and under test that executable is this binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "lab" && os.Args[2] == generatorCommand {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
 // The generator's process gets its scenario as JSON: every built-in
 // scenario must arrive as it was loaded.
 func TestScenariosReachTheGeneratorWhole(t *testing.T) {
