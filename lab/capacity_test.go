@@ -84,17 +84,22 @@ func TestCapacityFindsNothingWhenNoRateHolds(t *testing.T) {
 // search alone, that records the rates it was asked for.
 type fakeShop struct {
 	capacity float64
-	tried    []float64
+	// missFirst fails the first step whatever its rate: one step's tail.
+	missFirst bool
+	tried     []float64
 }
 
 func (f *fakeShop) hold(rate float64) (bool, error) {
 	f.tried = append(f.tried, rate)
+	if f.missFirst && len(f.tried) == 1 {
+		return false, nil
+	}
 	return rate <= f.capacity, nil
 }
 
 // TestSearchRateFromFarAboveCapacity: a first rate far above what the
-// shop holds halves until one holds, then bisects up, so the figure is
-// non-zero and close to the one a search from below finds.
+// shop holds halves until one holds, then goes up again and bisects, so
+// the figure is non-zero and close to the one a search from below finds.
 func TestSearchRateFromFarAboveCapacity(t *testing.T) {
 	cfg := DefaultCapacity()
 	cfg.Max, cfg.Refine = 20_000, 3
@@ -117,11 +122,33 @@ func TestSearchRateFromFarAboveCapacity(t *testing.T) {
 	if _, err := searchRate(cfg, f.hold); err != nil {
 		t.Fatal(err)
 	}
-	want := []float64{5000, 2500, 1250, 625, 313, 157, 235, 274, 294}
+	want := []float64{5000, 2500, 1250, 625, 313, 157, 314, 236, 275, 295}
 	if !slices.Equal(f.tried, want) {
-		t.Errorf("from 5000/s tried %v, want %v (halving, then bisecting 157 to 313)", f.tried, want)
+		t.Errorf("from 5000/s tried %v, want %v (halving, 313 once more as 314, then bisecting 157 to 314)", f.tried, want)
 	}
 	t.Logf("found from each start: %v", found)
+}
+
+// TestSearchRateAfterAFirstStepsMiss: a first step that fails by chance
+// (one step's tail, at a rate the shop holds) does not bound the search:
+// the way up tries that rate again, and the search finds what it finds
+// from a start that held.
+func TestSearchRateAfterAFirstStepsMiss(t *testing.T) {
+	cfg := DefaultCapacity()
+	cfg.Start, cfg.Max, cfg.Refine = 100, 5000, 3
+	clean := &fakeShop{capacity: 400}
+	want, err := searchRate(cfg, clean.hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missed := &fakeShop{capacity: 400, missFirst: true}
+	got, err := searchRate(cfg, missed.hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || got < 350 {
+		t.Errorf("after a missed first step found %v/s (tried %v), want %v/s as without the miss (tried %v)", got, missed.tried, want, clean.tried)
+	}
 }
 
 func TestSearchRateEdges(t *testing.T) {
@@ -134,7 +161,7 @@ func TestSearchRateEdges(t *testing.T) {
 	}{
 		"every rate holds":      {capacity: 10_000, want: 800, tried: []float64{100, 200, 400, 800}},
 		"nothing holds":         {capacity: 0, want: 0, tried: []float64{100, 50, 25, 13, 7, 4, 2, 1}},
-		"only 1/s holds":        {capacity: 1, want: 1, tried: []float64{100, 50, 25, 13, 7, 4, 2, 1}},
+		"only 1/s holds":        {capacity: 1, want: 1, tried: []float64{100, 50, 25, 13, 7, 4, 2, 1, 2}},
 		"the start is the knee": {capacity: 100, want: 100, tried: []float64{100, 200, 150, 125, 113}},
 	} {
 		f := &fakeShop{capacity: tc.capacity}
