@@ -41,8 +41,8 @@ type ServerOptions struct {
 	Log *slog.Logger
 }
 
-// ServerChain returns the interceptors every request of a gRPC service
-// passes, in the order they run:
+// ServerChain returns the interceptor every request of a gRPC service
+// passes. Its steps run in this order:
 //
 //  0. Trace: with tracing off, the caller's trace context is read from the
 //     metadata, so the request's log lines carry its trace id (with
@@ -66,21 +66,37 @@ type ServerOptions struct {
 //     batch first, then background, keeping a share for interactive work).
 //     In budgeted mode the budget is checked again once a worker is free,
 //     because time spent in the queue counts against the budget.
-func ServerChain(o ServerOptions) []grpc.UnaryServerInterceptor {
+//
+// The steps are one function rather than one interceptor each, as
+// ClientChain's are: the order reads top to bottom, and a request pays for
+// one layer, not five (gRPC builds a handler for every interceptor it
+// chains, on every request).
+func ServerChain(o ServerOptions) grpc.UnaryServerInterceptor {
 	pools := NewInbound(InboundOptions{
 		Service: o.Service, Settings: o.Settings, Metrics: o.Metrics,
 		Workers: o.Workers, MaxWait: o.MaxWait,
 	})
-	return []grpc.UnaryServerInterceptor{
-		o.Tracing.UnaryServerCorrelate(),
-		snapshotRequest(o.Settings),
-		deadline.UnaryServerInterceptor(deadline.ServerOptions{
-			Policy:      requestPolicy(o.Settings),
-			MaxDeadline: acceptedDeadline(o.Settings, o.Budgets),
-			Hooks:       arrivalHooks(o.Metrics, o.Tracing, budgetLog{o.Log}),
-		}),
-		detachUnlessHonoured(o.Settings),
-		pools.UnaryServerInterceptor(),
+	admission := deadline.UnaryServerInterceptor(deadline.ServerOptions{
+		Policy:      requestPolicy(o.Settings),
+		MaxDeadline: acceptedDeadline(o.Settings, o.Budgets),
+		Hooks:       arrivalHooks(o.Metrics, o.Tracing, budgetLog{o.Log}),
+	})
+	worker := pools.UnaryServerInterceptor()
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		// 0. The caller's trace context.
+		ctx = o.Tracing.Incoming(ctx)
+		// 1. The request's one reading of the mode.
+		ctx, s := o.Settings.Snapshot(ctx)
+		honour := s.Mechanisms.HonourCancel
+		// 2. Admission, with steps 3 and 4 as the handler it admits to.
+		return admission(ctx, req, info, func(ctx context.Context, req any) (any, error) {
+			// 3. Detach, unless the mode honours the caller's cancellation.
+			if !honour {
+				ctx = context.WithoutCancel(ctx)
+			}
+			// 4. A worker.
+			return worker(ctx, req, info, handler)
+		})
 	}
 }
 
@@ -219,15 +235,6 @@ func ClientChain(d *Outbound) grpc.UnaryClientInterceptor {
 	}
 }
 
-// snapshotRequest is step 1 of ServerChain: the request's one reading
-// of the mode.
-func snapshotRequest(settings *mode.Live) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		ctx, _ = settings.Snapshot(ctx)
-		return handler(ctx, req)
-	}
-}
-
 // snapshotHTTP is step 1 of EdgeChain.
 func snapshotHTTP(settings *mode.Live) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
@@ -279,20 +286,6 @@ func AcceptedDeadline(s mode.Settings, b deadline.Budgets, c deadline.Class) tim
 // to.
 func requestPolicy(settings *mode.Live) func(context.Context) deadline.Policy {
 	return func(ctx context.Context) deadline.Policy { return settings.For(ctx).Policy() }
-}
-
-// detachUnlessHonoured is step 3 of ServerChain. It models a server that
-// does not notice its caller leaving: with HonourCancel off, the handler's
-// context keeps its values (trace, client deadline, the mode's snapshot)
-// but loses the caller's deadline and cancellation, so the work runs to
-// the end however late it is.
-func detachUnlessHonoured(settings *mode.Live) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if !settings.For(ctx).Mechanisms.HonourCancel {
-			ctx = context.WithoutCancel(ctx)
-		}
-		return handler(ctx, req)
-	}
 }
 
 // detachHTTPUnlessHonoured is step 2 of EdgeChain: with HonourCancel off,

@@ -13,16 +13,10 @@ import (
 	"github.com/mercado-lab/mercado/internal/timing"
 )
 
-// serveThrough runs handler behind the interceptors of chain, in order, as
-// a gRPC server would.
-func serveThrough(ctx context.Context, chain []grpc.UnaryServerInterceptor, handler grpc.UnaryHandler) (any, error) {
-	info := &grpc.UnaryServerInfo{FullMethod: "/mercado.orders.v1.OrdersService/PlaceOrder"}
-	h := handler
-	for i := len(chain) - 1; i >= 0; i-- {
-		interceptor, next := chain[i], h
-		h = func(ctx context.Context, req any) (any, error) { return interceptor(ctx, req, info, next) }
-	}
-	return h(ctx, nil)
+// serveThrough runs handler behind the interceptor chain, as a gRPC
+// server would.
+func serveThrough(ctx context.Context, chain grpc.UnaryServerInterceptor, handler grpc.UnaryHandler) (any, error) {
+	return chain(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/mercado.orders.v1.OrdersService/PlaceOrder"}, handler)
 }
 
 // TestModeSwitchMidRequestKeepsTheStartingMode: a request that arrives in

@@ -61,7 +61,7 @@ func TestServerCapsTheDeadlineItAccepts(t *testing.T) {
 				t.Fatal(err)
 			}
 			live := mode.NewLive(mode.Settings{Mode: tt.mode, Mechanisms: tt.mode.Mechanisms(), Floor: 20 * time.Millisecond})
-			srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ServerChain(ServerOptions{Service: "catalog", Settings: live, Metrics: m})...))
+			srv := grpc.NewServer(grpc.UnaryInterceptor(ServerChain(ServerOptions{Service: "catalog", Settings: live, Metrics: m})))
 			seer := deadlineSeer{seen: make(chan time.Duration, 1)}
 			healthpb.RegisterHealthServer(srv, seer)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -47,7 +47,7 @@ func StartGRPC(ctx context.Context, k *Kit, register func(*grpc.Server)) (*Proce
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute}),
-		grpc.ChainUnaryInterceptor(slices.Concat([]grpc.UnaryServerInterceptor{recoverPanics(k.Log)}, chain, []grpc.UnaryServerInterceptor{refuseAtTheDoor(k)})...),
+		grpc.ChainUnaryInterceptor(recoverPanics(k.Log), chain, refuseAtTheDoor(k)),
 	}
 	// The server span starts at the transport, before the interceptors, so
 	// the deadline interceptor's arrival hook annotates it. With tracing

@@ -7,7 +7,6 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
 
@@ -42,16 +41,14 @@ func (t *Tracing) CorrelateHTTP(next http.Handler) http.Handler {
 	})
 }
 
-// UnaryServerCorrelate reads the caller's trace context from the request's
-// metadata when tracing is off.
-func (t *Tracing) UnaryServerCorrelate() grpc.UnaryServerInterceptor {
-	enabled := t.Enabled()
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if !enabled {
-			ctx = propagator.Extract(ctx, incomingCarrier{ctx})
-		}
-		return handler(ctx, req)
+// Incoming is ctx with the caller's trace context, read from the
+// request's metadata, when tracing is off (a step of
+// resilience.ServerChain).
+func (t *Tracing) Incoming(ctx context.Context) context.Context {
+	if t.Enabled() {
+		return ctx
 	}
+	return propagator.Extract(ctx, incomingCarrier{ctx})
 }
 
 // Outgoing is ctx with its trace context added to the outgoing metadata

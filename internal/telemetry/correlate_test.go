@@ -5,13 +5,12 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
 
 // With tracing off, the trace id a request carries reaches the next
 // service: Outgoing puts it in the call's metadata, and the server's
-// UnaryServerCorrelate reads it back from there.
+// Incoming reads it back from there.
 func TestTraceIDCrossesAHopWithTracingOff(t *testing.T) {
 	var off *Tracing
 	sc := newSpanContext()
@@ -24,27 +23,15 @@ func TestTraceIDCrossesAHopWithTracingOff(t *testing.T) {
 	// What the server receives: the caller's metadata and headers of
 	// gRPC's own, which the trace context must not depend on.
 	in := metadata.Join(out, metadata.Pairs("user-agent", "grpc-go", "x-client-deadline-ms", "900"))
-	var got string
-	_, err := off.UnaryServerCorrelate()(metadata.NewIncomingContext(context.Background(), in), nil, &grpc.UnaryServerInfo{},
-		func(ctx context.Context, _ any) (any, error) {
-			got = TraceID(ctx)
-			return nil, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := TraceID(off.Incoming(metadata.NewIncomingContext(context.Background(), in)))
 	if want := sc.TraceID().String(); got != want {
 		t.Errorf("the server's trace id = %q, want the caller's %q", got, want)
 	}
 
 	// A request that brought no trace context gets none.
-	_, _ = off.UnaryServerCorrelate()(metadata.NewIncomingContext(context.Background(), metadata.Pairs("user-agent", "grpc-go")), nil,
-		&grpc.UnaryServerInfo{}, func(ctx context.Context, _ any) (any, error) {
-			if id := TraceID(ctx); id != "" {
-				t.Errorf("a request without a traceparent has trace id %q", id)
-			}
-			return nil, nil
-		})
+	if id := TraceID(off.Incoming(metadata.NewIncomingContext(context.Background(), metadata.Pairs("user-agent", "grpc-go")))); id != "" {
+		t.Errorf("a request without a traceparent has trace id %q", id)
+	}
 	// Nor does a call made for no request send one.
 	if md, _ := metadata.FromOutgoingContext(off.Outgoing(context.Background())); len(md) != 0 {
 		t.Errorf("a call without a trace context sends %v", md)
