@@ -151,8 +151,13 @@ func (b Budgets) For(c Class) ClassBudget {
 
 type classKey struct{}
 
-// WithClass returns a copy of ctx carrying c as its request's class.
+// WithClass returns ctx carrying c as its request's class: a copy, or
+// ctx itself when its class is c already. Most requests are Interactive,
+// which a context without a class is, so most need no copy.
 func WithClass(ctx context.Context, c Class) context.Context {
+	if ClassOf(ctx) == c {
+		return ctx
+	}
 	return context.WithValue(ctx, classKey{}, c)
 }
 
