@@ -91,10 +91,16 @@ func EndCall(ctx context.Context, h Hop) {
 
 type recorderKey struct{}
 
+// recorderRoom is how many hops a new Recorder has room for before its
+// list must grow: those of a checkout (orders' calls, with a retry or two,
+// or the gateway's call and the hops orders reports back), so that
+// recording them allocates nothing call by call.
+const recorderRoom = 8
+
 // WithRecorder returns ctx carrying a new Recorder, and the Recorder,
 // whose hops' start offsets count from now.
 func WithRecorder(ctx context.Context) (context.Context, *Recorder) {
-	r := &Recorder{begin: time.Now()}
+	r := &Recorder{begin: time.Now(), hops: make([]Hop, 0, recorderRoom)}
 	return context.WithValue(ctx, recorderKey{}, r), r
 }
 
@@ -150,7 +156,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // Parse reads a Server-Timing value written by Format. Unknown parameters
 // are ignored; a metric without a dur counts as zero.
 func Parse(value string) ([]Hop, error) {
-	var hops []Hop
+	hops := make([]Hop, 0, strings.Count(value, ",")+1)
 	for metric := range strings.SplitSeq(value, ",") {
 		metric = strings.TrimSpace(metric)
 		if metric == "" {

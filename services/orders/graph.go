@@ -93,9 +93,14 @@ func (d Dependency) treatment(m mode.Mechanisms) Criticality {
 	return d.Criticality
 }
 
+// declared is the table under the zero Config, for treats: criticalities
+// and mechanisms, which no setting changes, so a checkout asking how one
+// dependency is treated need not build (and format) the table again.
+var declared = Graph(Config{})
+
 // treats says what the mechanisms of m do with the named dependency.
 func treats(m mode.Mechanisms, name string) Criticality {
-	for _, d := range Graph(Config{}) {
+	for _, d := range declared {
 		if d.Name == name {
 			return d.treatment(m)
 		}
