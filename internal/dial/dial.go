@@ -13,6 +13,14 @@ import (
 // maxMessageBytes matches the servers' limit.
 const maxMessageBytes = 1 << 20
 
+// The flow-control windows match the servers' (internal/serve, where the
+// reason is): static, which switches off gRPC's ping-driven estimate of the
+// link, a stream's window the largest message and a connection's four.
+const (
+	streamWindowBytes = maxMessageBytes
+	connWindowBytes   = 4 * maxMessageBytes
+)
+
 // Options adjust a connection.
 type Options struct {
 	// Interceptors run on every unary call, first listed outermost: the
@@ -37,6 +45,8 @@ func Conn(target string, o Options) (*grpc.ClientConn, error) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes), grpc.MaxCallSendMsgSize(maxMessageBytes)),
 		grpc.WithChainUnaryInterceptor(o.Interceptors...),
+		grpc.WithStaticStreamWindowSize(streamWindowBytes),
+		grpc.WithStaticConnWindowSize(connWindowBytes),
 	}
 	if o.ConnectTimeout != nil {
 		opts = append(opts, grpc.WithContextDialer(connectDialer(o.ConnectTimeout)))

@@ -27,6 +27,25 @@ import (
 // MaxMessageBytes bounds every gRPC message Mercado sends or receives.
 const MaxMessageBytes = 1 << 20
 
+// Flow control: Mercado's gRPC servers and clients (internal/dial) use
+// static HTTP/2 windows, a stream's as large as the largest message, so
+// that no message waits halfway for a window update, and a connection's
+// four times that.
+//
+// gRPC's default is dynamic: after data arrives it sends a ping and, from
+// the time its acknowledgment takes, estimates the link's bandwidth-delay
+// product (BDP), to grow the windows for large transfers over long links.
+// Mercado's messages are small and its links short (loopback, a private
+// network), so the estimate had nothing to grow the windows for; it only
+// cost a call up to two pings and their acknowledgments, about a dozen
+// allocations for the two sides. A static window switches the estimate
+// off (gRPC advises it mostly for servers short of memory; here a stream's
+// window bounds nothing that MaxMessageBytes does not already).
+const (
+	streamWindowBytes = MaxMessageBytes
+	connWindowBytes   = 4 * MaxMessageBytes
+)
+
 // StartGRPC starts k's gRPC service, with its handlers added by register,
 // with the standard health service (answering for each service's own name
 // and for the empty one) and reflection, and its admin listener, and
@@ -35,7 +54,8 @@ const MaxMessageBytes = 1 << 20
 // Every request passes panic recovery, then resilience.ServerChain: the
 // mode's snapshot, admission, detach (naive), and a worker from the
 // service's pool (sized by --workers and --max-wait); last, before the
-// handler, the door of the fault refuse-rate (refuseAtTheDoor). When the kit's
+// handler, the door of the fault refuse-rate (refuseAtTheDoor). Its flow
+// control windows are static (streamWindowBytes). When the kit's
 // tracing is on, every request (health checks aside) also gets a server
 // span that continues the caller's trace.
 func StartGRPC(ctx context.Context, k *Kit, register func(*grpc.Server)) (*Process, error) {
@@ -46,6 +66,8 @@ func StartGRPC(ctx context.Context, k *Kit, register func(*grpc.Server)) (*Proce
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
+		grpc.StaticStreamWindowSize(streamWindowBytes),
+		grpc.StaticConnWindowSize(connWindowBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute}),
 		grpc.ChainUnaryInterceptor(recoverPanics(k.Log), chain, refuseAtTheDoor(k)),
 	}
