@@ -687,6 +687,236 @@ func (x *AuditEntry) GetRecordedUnixMs() int64 {
 	return 0
 }
 
+type RecordAuditsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*AuditEvent          `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordAuditsRequest) Reset() {
+	*x = RecordAuditsRequest{}
+	mi := &file_payments_v1_payments_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordAuditsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordAuditsRequest) ProtoMessage() {}
+
+func (x *RecordAuditsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_payments_v1_payments_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordAuditsRequest.ProtoReflect.Descriptor instead.
+func (*RecordAuditsRequest) Descriptor() ([]byte, []int) {
+	return file_payments_v1_payments_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RecordAuditsRequest) GetEvents() []*AuditEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+type RecordAuditsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// results has one result per event of the request, in its order.
+	Results       []*AuditResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordAuditsResponse) Reset() {
+	*x = RecordAuditsResponse{}
+	mi := &file_payments_v1_payments_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordAuditsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordAuditsResponse) ProtoMessage() {}
+
+func (x *RecordAuditsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_payments_v1_payments_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordAuditsResponse.ProtoReflect.Descriptor instead.
+func (*RecordAuditsResponse) Descriptor() ([]byte, []int) {
+	return file_payments_v1_payments_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RecordAuditsResponse) GetResults() []*AuditResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// AuditResult is what became of one event of a RecordAudits call.
+type AuditResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*AuditResult_Entry
+	//	*AuditResult_Refused
+	Outcome       isAuditResult_Outcome `protobuf_oneof:"outcome"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditResult) Reset() {
+	*x = AuditResult{}
+	mi := &file_payments_v1_payments_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditResult) ProtoMessage() {}
+
+func (x *AuditResult) ProtoReflect() protoreflect.Message {
+	mi := &file_payments_v1_payments_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditResult.ProtoReflect.Descriptor instead.
+func (*AuditResult) Descriptor() ([]byte, []int) {
+	return file_payments_v1_payments_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AuditResult) GetOutcome() isAuditResult_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *AuditResult) GetEntry() *AuditEntry {
+	if x != nil {
+		if x, ok := x.Outcome.(*AuditResult_Entry); ok {
+			return x.Entry
+		}
+	}
+	return nil
+}
+
+func (x *AuditResult) GetRefused() *AuditRefusal {
+	if x != nil {
+		if x, ok := x.Outcome.(*AuditResult_Refused); ok {
+			return x.Refused
+		}
+	}
+	return nil
+}
+
+type isAuditResult_Outcome interface {
+	isAuditResult_Outcome()
+}
+
+type AuditResult_Entry struct {
+	// entry is the event's entry in the trail.
+	Entry *AuditEntry `protobuf:"bytes,1,opt,name=entry,proto3,oneof"`
+}
+
+type AuditResult_Refused struct {
+	// refused says why the event was not recorded.
+	Refused *AuditRefusal `protobuf:"bytes,2,opt,name=refused,proto3,oneof"`
+}
+
+func (*AuditResult_Entry) isAuditResult_Outcome() {}
+
+func (*AuditResult_Refused) isAuditResult_Outcome() {}
+
+// AuditRefusal is an event the trail would not record, as RecordAudit
+// would have refused it alone.
+type AuditRefusal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// code is the gRPC status code RecordAudit would have answered
+	// (google.rpc.Code): INVALID_ARGUMENT for an event that is wrong.
+	Code          int32  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditRefusal) Reset() {
+	*x = AuditRefusal{}
+	mi := &file_payments_v1_payments_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditRefusal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditRefusal) ProtoMessage() {}
+
+func (x *AuditRefusal) ProtoReflect() protoreflect.Message {
+	mi := &file_payments_v1_payments_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditRefusal.ProtoReflect.Descriptor instead.
+func (*AuditRefusal) Descriptor() ([]byte, []int) {
+	return file_payments_v1_payments_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AuditRefusal) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *AuditRefusal) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_payments_v1_payments_proto protoreflect.FileDescriptor
 
 const file_payments_v1_payments_proto_rawDesc = "" +
@@ -738,7 +968,18 @@ const file_payments_v1_payments_proto_rawDesc = "" +
 	"\n" +
 	"AuditEntry\x12\x19\n" +
 	"\border_id\x18\x01 \x01(\tR\aorderId\x12(\n" +
-	"\x10recorded_unix_ms\x18\x02 \x01(\x03R\x0erecordedUnixMs*\x7f\n" +
+	"\x10recorded_unix_ms\x18\x02 \x01(\x03R\x0erecordedUnixMs\"N\n" +
+	"\x13RecordAuditsRequest\x127\n" +
+	"\x06events\x18\x01 \x03(\v2\x1f.mercado.payments.v1.AuditEventR\x06events\"R\n" +
+	"\x14RecordAuditsResponse\x12:\n" +
+	"\aresults\x18\x01 \x03(\v2 .mercado.payments.v1.AuditResultR\aresults\"\x90\x01\n" +
+	"\vAuditResult\x127\n" +
+	"\x05entry\x18\x01 \x01(\v2\x1f.mercado.payments.v1.AuditEntryH\x00R\x05entry\x12=\n" +
+	"\arefused\x18\x02 \x01(\v2!.mercado.payments.v1.AuditRefusalH\x00R\arefusedB\t\n" +
+	"\aoutcome\"<\n" +
+	"\fAuditRefusal\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*\x7f\n" +
 	"\fChargeStatus\x12\x1d\n" +
 	"\x19CHARGE_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15CHARGE_STATUS_PENDING\x10\x01\x12\x1b\n" +
@@ -747,14 +988,15 @@ const file_payments_v1_payments_proto_rawDesc = "" +
 	"\rScreenVerdict\x12\x1e\n" +
 	"\x1aSCREEN_VERDICT_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17SCREEN_VERDICT_APPROVED\x10\x01\x12\x1b\n" +
-	"\x17SCREEN_VERDICT_DECLINED\x10\x022\xaf\x03\n" +
+	"\x17SCREEN_VERDICT_DECLINED\x10\x022\x94\x04\n" +
 	"\x0fPaymentsService\x12O\n" +
 	"\fCreateCharge\x12\".mercado.payments.v1.ChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12O\n" +
 	"\tGetCharge\x12%.mercado.payments.v1.GetChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12Q\n" +
 	"\n" +
 	"VoidCharge\x12&.mercado.payments.v1.VoidChargeRequest\x1a\x1b.mercado.payments.v1.Charge\x12V\n" +
 	"\vScreenOrder\x12'.mercado.payments.v1.ScreenOrderRequest\x1a\x1e.mercado.payments.v1.Screening\x12O\n" +
-	"\vRecordAudit\x12\x1f.mercado.payments.v1.AuditEvent\x1a\x1f.mercado.payments.v1.AuditEntryB=Z;github.com/mercado-lab/mercado/proto/payments/v1;paymentsv1b\x06proto3"
+	"\vRecordAudit\x12\x1f.mercado.payments.v1.AuditEvent\x1a\x1f.mercado.payments.v1.AuditEntry\x12c\n" +
+	"\fRecordAudits\x12(.mercado.payments.v1.RecordAuditsRequest\x1a).mercado.payments.v1.RecordAuditsResponseB=Z;github.com/mercado-lab/mercado/proto/payments/v1;paymentsv1b\x06proto3"
 
 var (
 	file_payments_v1_payments_proto_rawDescOnce sync.Once
@@ -769,39 +1011,49 @@ func file_payments_v1_payments_proto_rawDescGZIP() []byte {
 }
 
 var file_payments_v1_payments_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_payments_v1_payments_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_payments_v1_payments_proto_goTypes = []any{
-	(ChargeStatus)(0),          // 0: mercado.payments.v1.ChargeStatus
-	(ScreenVerdict)(0),         // 1: mercado.payments.v1.ScreenVerdict
-	(*ChargeRequest)(nil),      // 2: mercado.payments.v1.ChargeRequest
-	(*Charge)(nil),             // 3: mercado.payments.v1.Charge
-	(*GetChargeRequest)(nil),   // 4: mercado.payments.v1.GetChargeRequest
-	(*VoidChargeRequest)(nil),  // 5: mercado.payments.v1.VoidChargeRequest
-	(*ScreenOrderRequest)(nil), // 6: mercado.payments.v1.ScreenOrderRequest
-	(*ScreenItem)(nil),         // 7: mercado.payments.v1.ScreenItem
-	(*Screening)(nil),          // 8: mercado.payments.v1.Screening
-	(*AuditEvent)(nil),         // 9: mercado.payments.v1.AuditEvent
-	(*AuditEntry)(nil),         // 10: mercado.payments.v1.AuditEntry
+	(ChargeStatus)(0),            // 0: mercado.payments.v1.ChargeStatus
+	(ScreenVerdict)(0),           // 1: mercado.payments.v1.ScreenVerdict
+	(*ChargeRequest)(nil),        // 2: mercado.payments.v1.ChargeRequest
+	(*Charge)(nil),               // 3: mercado.payments.v1.Charge
+	(*GetChargeRequest)(nil),     // 4: mercado.payments.v1.GetChargeRequest
+	(*VoidChargeRequest)(nil),    // 5: mercado.payments.v1.VoidChargeRequest
+	(*ScreenOrderRequest)(nil),   // 6: mercado.payments.v1.ScreenOrderRequest
+	(*ScreenItem)(nil),           // 7: mercado.payments.v1.ScreenItem
+	(*Screening)(nil),            // 8: mercado.payments.v1.Screening
+	(*AuditEvent)(nil),           // 9: mercado.payments.v1.AuditEvent
+	(*AuditEntry)(nil),           // 10: mercado.payments.v1.AuditEntry
+	(*RecordAuditsRequest)(nil),  // 11: mercado.payments.v1.RecordAuditsRequest
+	(*RecordAuditsResponse)(nil), // 12: mercado.payments.v1.RecordAuditsResponse
+	(*AuditResult)(nil),          // 13: mercado.payments.v1.AuditResult
+	(*AuditRefusal)(nil),         // 14: mercado.payments.v1.AuditRefusal
 }
 var file_payments_v1_payments_proto_depIdxs = []int32{
 	0,  // 0: mercado.payments.v1.Charge.status:type_name -> mercado.payments.v1.ChargeStatus
 	7,  // 1: mercado.payments.v1.ScreenOrderRequest.items:type_name -> mercado.payments.v1.ScreenItem
 	1,  // 2: mercado.payments.v1.Screening.verdict:type_name -> mercado.payments.v1.ScreenVerdict
-	2,  // 3: mercado.payments.v1.PaymentsService.CreateCharge:input_type -> mercado.payments.v1.ChargeRequest
-	4,  // 4: mercado.payments.v1.PaymentsService.GetCharge:input_type -> mercado.payments.v1.GetChargeRequest
-	5,  // 5: mercado.payments.v1.PaymentsService.VoidCharge:input_type -> mercado.payments.v1.VoidChargeRequest
-	6,  // 6: mercado.payments.v1.PaymentsService.ScreenOrder:input_type -> mercado.payments.v1.ScreenOrderRequest
-	9,  // 7: mercado.payments.v1.PaymentsService.RecordAudit:input_type -> mercado.payments.v1.AuditEvent
-	3,  // 8: mercado.payments.v1.PaymentsService.CreateCharge:output_type -> mercado.payments.v1.Charge
-	3,  // 9: mercado.payments.v1.PaymentsService.GetCharge:output_type -> mercado.payments.v1.Charge
-	3,  // 10: mercado.payments.v1.PaymentsService.VoidCharge:output_type -> mercado.payments.v1.Charge
-	8,  // 11: mercado.payments.v1.PaymentsService.ScreenOrder:output_type -> mercado.payments.v1.Screening
-	10, // 12: mercado.payments.v1.PaymentsService.RecordAudit:output_type -> mercado.payments.v1.AuditEntry
-	8,  // [8:13] is the sub-list for method output_type
-	3,  // [3:8] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	9,  // 3: mercado.payments.v1.RecordAuditsRequest.events:type_name -> mercado.payments.v1.AuditEvent
+	13, // 4: mercado.payments.v1.RecordAuditsResponse.results:type_name -> mercado.payments.v1.AuditResult
+	10, // 5: mercado.payments.v1.AuditResult.entry:type_name -> mercado.payments.v1.AuditEntry
+	14, // 6: mercado.payments.v1.AuditResult.refused:type_name -> mercado.payments.v1.AuditRefusal
+	2,  // 7: mercado.payments.v1.PaymentsService.CreateCharge:input_type -> mercado.payments.v1.ChargeRequest
+	4,  // 8: mercado.payments.v1.PaymentsService.GetCharge:input_type -> mercado.payments.v1.GetChargeRequest
+	5,  // 9: mercado.payments.v1.PaymentsService.VoidCharge:input_type -> mercado.payments.v1.VoidChargeRequest
+	6,  // 10: mercado.payments.v1.PaymentsService.ScreenOrder:input_type -> mercado.payments.v1.ScreenOrderRequest
+	9,  // 11: mercado.payments.v1.PaymentsService.RecordAudit:input_type -> mercado.payments.v1.AuditEvent
+	11, // 12: mercado.payments.v1.PaymentsService.RecordAudits:input_type -> mercado.payments.v1.RecordAuditsRequest
+	3,  // 13: mercado.payments.v1.PaymentsService.CreateCharge:output_type -> mercado.payments.v1.Charge
+	3,  // 14: mercado.payments.v1.PaymentsService.GetCharge:output_type -> mercado.payments.v1.Charge
+	3,  // 15: mercado.payments.v1.PaymentsService.VoidCharge:output_type -> mercado.payments.v1.Charge
+	8,  // 16: mercado.payments.v1.PaymentsService.ScreenOrder:output_type -> mercado.payments.v1.Screening
+	10, // 17: mercado.payments.v1.PaymentsService.RecordAudit:output_type -> mercado.payments.v1.AuditEntry
+	12, // 18: mercado.payments.v1.PaymentsService.RecordAudits:output_type -> mercado.payments.v1.RecordAuditsResponse
+	13, // [13:19] is the sub-list for method output_type
+	7,  // [7:13] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_payments_v1_payments_proto_init() }
@@ -809,13 +1061,17 @@ func file_payments_v1_payments_proto_init() {
 	if File_payments_v1_payments_proto != nil {
 		return
 	}
+	file_payments_v1_payments_proto_msgTypes[11].OneofWrappers = []any{
+		(*AuditResult_Entry)(nil),
+		(*AuditResult_Refused)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_payments_v1_payments_proto_rawDesc), len(file_payments_v1_payments_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

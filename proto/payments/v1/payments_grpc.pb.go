@@ -27,6 +27,7 @@ const (
 	PaymentsService_VoidCharge_FullMethodName   = "/mercado.payments.v1.PaymentsService/VoidCharge"
 	PaymentsService_ScreenOrder_FullMethodName  = "/mercado.payments.v1.PaymentsService/ScreenOrder"
 	PaymentsService_RecordAudit_FullMethodName  = "/mercado.payments.v1.PaymentsService/RecordAudit"
+	PaymentsService_RecordAudits_FullMethodName = "/mercado.payments.v1.PaymentsService/RecordAudits"
 )
 
 // PaymentsServiceClient is the client API for PaymentsService service.
@@ -49,6 +50,14 @@ type PaymentsServiceClient interface {
 	// ledger of charges it accounts for. One entry per order: recording an
 	// order again returns the first entry, so a sender may retry freely.
 	RecordAudit(ctx context.Context, in *AuditEvent, opts ...grpc.CallOption) (*AuditEntry, error)
+	// RecordAudits records several completed checkouts in one write: what
+	// orders' audit queue sends. It answers one result per event, in the
+	// order sent: the entry (the first one, for an order already recorded or
+	// sent twice), or why the event was refused. A refused event does not
+	// stop the others; a failure of the write itself (Unavailable,
+	// DeadlineExceeded) fails the whole call, and none is recorded. At most
+	// 100 events a call; more, or none, is InvalidArgument.
+	RecordAudits(ctx context.Context, in *RecordAuditsRequest, opts ...grpc.CallOption) (*RecordAuditsResponse, error)
 }
 
 type paymentsServiceClient struct {
@@ -109,6 +118,16 @@ func (c *paymentsServiceClient) RecordAudit(ctx context.Context, in *AuditEvent,
 	return out, nil
 }
 
+func (c *paymentsServiceClient) RecordAudits(ctx context.Context, in *RecordAuditsRequest, opts ...grpc.CallOption) (*RecordAuditsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordAuditsResponse)
+	err := c.cc.Invoke(ctx, PaymentsService_RecordAudits_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PaymentsServiceServer is the server API for PaymentsService service.
 // All implementations must embed UnimplementedPaymentsServiceServer
 // for forward compatibility.
@@ -129,6 +148,14 @@ type PaymentsServiceServer interface {
 	// ledger of charges it accounts for. One entry per order: recording an
 	// order again returns the first entry, so a sender may retry freely.
 	RecordAudit(context.Context, *AuditEvent) (*AuditEntry, error)
+	// RecordAudits records several completed checkouts in one write: what
+	// orders' audit queue sends. It answers one result per event, in the
+	// order sent: the entry (the first one, for an order already recorded or
+	// sent twice), or why the event was refused. A refused event does not
+	// stop the others; a failure of the write itself (Unavailable,
+	// DeadlineExceeded) fails the whole call, and none is recorded. At most
+	// 100 events a call; more, or none, is InvalidArgument.
+	RecordAudits(context.Context, *RecordAuditsRequest) (*RecordAuditsResponse, error)
 	mustEmbedUnimplementedPaymentsServiceServer()
 }
 
@@ -153,6 +180,9 @@ func (UnimplementedPaymentsServiceServer) ScreenOrder(context.Context, *ScreenOr
 }
 func (UnimplementedPaymentsServiceServer) RecordAudit(context.Context, *AuditEvent) (*AuditEntry, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordAudit not implemented")
+}
+func (UnimplementedPaymentsServiceServer) RecordAudits(context.Context, *RecordAuditsRequest) (*RecordAuditsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordAudits not implemented")
 }
 func (UnimplementedPaymentsServiceServer) mustEmbedUnimplementedPaymentsServiceServer() {}
 func (UnimplementedPaymentsServiceServer) testEmbeddedByValue()                         {}
@@ -265,6 +295,24 @@ func _PaymentsService_RecordAudit_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PaymentsService_RecordAudits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordAuditsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PaymentsServiceServer).RecordAudits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PaymentsService_RecordAudits_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PaymentsServiceServer).RecordAudits(ctx, req.(*RecordAuditsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PaymentsService_ServiceDesc is the grpc.ServiceDesc for PaymentsService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -291,6 +339,10 @@ var PaymentsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RecordAudit",
 			Handler:    _PaymentsService_RecordAudit_Handler,
+		},
+		{
+			MethodName: "RecordAudits",
+			Handler:    _PaymentsService_RecordAudits_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
