@@ -59,6 +59,20 @@ var simulated = []struct{ service, method, hop string }{
 	{ServiceShipping, ShippingEstimateDelivery, "carrier.estimate"},
 }
 
+// batchRPCs are the gRPC methods that do another's simulated work, by the
+// method whose work it is: a batch of audit entries is one write of the
+// trail, as RecordAudit's.
+var batchRPCs = map[string]string{"RecordAudits": PaymentsRecordAudit}
+
+// WorkOf returns the simulated method whose work the gRPC method rpc (its
+// short name) does: rpc itself, or the one a batch RPC shares.
+func WorkOf(rpc string) string {
+	if m, ok := batchRPCs[rpc]; ok {
+		return m
+	}
+	return rpc
+}
+
 // Methods returns the methods whose work service simulates, in the order
 // its API lists them; none for a service Mercado does not have.
 func Methods(service string) []string {

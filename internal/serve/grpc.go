@@ -149,7 +149,8 @@ func (s grpcServer) Drain(ctx context.Context) error {
 func (s grpcServer) Halt() { s.Stop() }
 
 // refuseAtTheDoor applies the fault refuse-rate to the methods whose work
-// the service simulates (faults.Methods): a request the rate picks is
+// the service simulates (faults.Methods, and a batch of one's work:
+// faults.WorkOf): a request the rate picks is
 // answered Unavailable, marked not processed, before its handler does
 // anything, as a service shedding load or down for maintenance does. It
 // runs last, so the refused request was counted and admitted like any
@@ -157,7 +158,7 @@ func (s grpcServer) Halt() { s.Stop() }
 func refuseAtTheDoor(k *Kit) grpc.UnaryServerInterceptor {
 	methods := faults.Methods(k.Name)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if m := path.Base(info.FullMethod); slices.Contains(methods, m) {
+		if m := faults.WorkOf(path.Base(info.FullMethod)); slices.Contains(methods, m) {
 			if err := k.Faults.Refuse(m); err != nil {
 				return nil, apperr.Status(err)
 			}

@@ -17,6 +17,13 @@ import (
 // the write, so the sender retries it with backoff for as long as the
 // event lives, and a retry must never make a second entry. Recording an
 // order already recorded returns its first entry.
+//
+// The queue sends its events in batches (RecordBatch), up to
+// MaxAuditBatch at a time: a batch is one write — one statement on
+// PostgreSQL, one commit — however many entries it carries. Each entry
+// keeps its own outcome: one that is wrong is refused alone, the others
+// are recorded; an order sent twice in a batch, or already recorded,
+// gets its first entry back.
 
 // AuditEntry is one completed checkout in the audit trail.
 type AuditEntry struct {
@@ -33,9 +40,11 @@ type AuditEntry struct {
 
 // AuditStore keeps the audit trail, at most one entry per order.
 type AuditStore interface {
-	// Record stores e unless its order has an entry, and returns the
-	// stored entry.
-	Record(ctx context.Context, e AuditEntry) (AuditEntry, error)
+	// Record stores, in one write, each of entries whose order has no
+	// entry yet (the first of them, when entries name an order more than
+	// once), and returns the stored entry of each, in entries' order.
+	// Either every entry is stored or, with an error, none is.
+	Record(ctx context.Context, entries []AuditEntry) ([]AuditEntry, error)
 	// Count returns how many entries the trail holds.
 	Count(ctx context.Context) (int, error)
 }
@@ -56,19 +65,72 @@ func NewAuditTrail(store AuditStore, work *faults.Injector) (*AuditTrail, error)
 	return &AuditTrail{store: store, work: work, now: time.Now}, nil
 }
 
-// Record adds a completed checkout to the trail, once.
+// MaxAuditBatch is the most entries one RecordBatch takes: a bound on the
+// statement a batch makes and on the time its write may hold a
+// connection.
+const MaxAuditBatch = 100
+
+// AuditResult is what became of one entry of a batch: the entry the trail
+// holds for its order, or Err when the trail refused it.
+type AuditResult struct {
+	Entry AuditEntry
+	Err   error
+}
+
+// Record adds a completed checkout to the trail, once: a batch of one.
 func (a *AuditTrail) Record(ctx context.Context, e AuditEntry) (AuditEntry, error) {
-	if err := validateAudit(e); err != nil {
+	rs, err := a.RecordBatch(ctx, []AuditEntry{e})
+	if err != nil {
 		return AuditEntry{}, err
 	}
+	return rs[0].Entry, rs[0].Err
+}
+
+// RecordBatch adds completed checkouts to the trail, each once, in one
+// write, and answers one result per entry, in entries' order. An entry
+// that is wrong is refused (Invalid) and the others still recorded; a
+// batch that is empty or holds more than MaxAuditBatch entries is refused
+// whole, and so is every entry when the write fails.
+func (a *AuditTrail) RecordBatch(ctx context.Context, entries []AuditEntry) ([]AuditResult, error) {
+	switch {
+	case len(entries) == 0:
+		return nil, apperr.New(apperr.Invalid, "events are required: a batch holds 1 to %d", MaxAuditBatch)
+	case len(entries) > MaxAuditBatch:
+		return nil, apperr.New(apperr.Invalid, "a batch holds at most %d events, got %d", MaxAuditBatch, len(entries))
+	}
+	results := make([]AuditResult, len(entries))
+	var valid []AuditEntry
+	var at []int // at[j] is valid[j]'s place in entries
+	for i, e := range entries {
+		if err := validateAudit(e); err != nil {
+			results[i].Err = err
+			continue
+		}
+		valid = append(valid, e)
+		at = append(at, i)
+	}
+	if len(valid) == 0 {
+		return results, nil
+	}
+	// One write, however many entries: the simulated work is the batch's.
 	if err := a.work.Work(ctx, faults.PaymentsRecordAudit); err != nil {
 		if errors.Is(err, faults.ErrInjected) {
-			return AuditEntry{}, apperr.Wrap(apperr.Unavailable, err, "the audit trail is unavailable")
+			return nil, apperr.Wrap(apperr.Unavailable, err, "the audit trail is unavailable")
 		}
-		return AuditEntry{}, apperr.Wrap(apperr.Timeout, err, "the audit write did not finish in time")
+		return nil, apperr.Wrap(apperr.Timeout, err, "the audit write did not finish in time")
 	}
-	e.RecordedAt = a.now()
-	return a.store.Record(ctx, e)
+	now := a.now()
+	for j := range valid {
+		valid[j].RecordedAt = now
+	}
+	stored, err := a.store.Record(ctx, valid)
+	if err != nil {
+		return nil, err
+	}
+	for j, e := range stored {
+		results[at[j]].Entry = e
+	}
+	return results, nil
 }
 
 // Count returns how many checkouts the trail holds.
@@ -107,15 +169,20 @@ func NewMemAuditStore() *MemAuditStore {
 	return &MemAuditStore{byOrder: map[string]AuditEntry{}}
 }
 
-// Record implements AuditStore.
-func (s *MemAuditStore) Record(_ context.Context, e AuditEntry) (AuditEntry, error) {
+// Record implements AuditStore: the whole batch under one lock.
+func (s *MemAuditStore) Record(_ context.Context, entries []AuditEntry) ([]AuditEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if got, ok := s.byOrder[e.OrderID]; ok {
-		return got, nil
+	out := make([]AuditEntry, len(entries))
+	for i, e := range entries {
+		if got, ok := s.byOrder[e.OrderID]; ok {
+			out[i] = got
+			continue
+		}
+		s.byOrder[e.OrderID] = e
+		out[i] = e
 	}
-	s.byOrder[e.OrderID] = e
-	return e, nil
+	return out, nil
 }
 
 // Count implements AuditStore.

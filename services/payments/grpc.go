@@ -83,16 +83,49 @@ func verdictToProto(v Verdict) paymentsv1.ScreenVerdict {
 }
 
 func (g grpcServer) RecordAudit(ctx context.Context, req *paymentsv1.AuditEvent) (*paymentsv1.AuditEntry, error) {
-	e := AuditEntry{
-		OrderID: req.GetOrderId(), Customer: req.GetCustomer(), TotalCents: req.GetTotalCents(),
-		ChargeID: req.GetChargeId(), RequestID: req.GetRequestId(),
-	}
-	if ms := req.GetConfirmedUnixMs(); ms > 0 {
-		e.ConfirmedAt = time.UnixMilli(ms)
-	}
-	e, err := g.audit.Record(ctx, e)
+	e, err := g.audit.Record(ctx, auditFromProto(req))
 	if err != nil {
 		return nil, apperr.Status(err)
 	}
-	return &paymentsv1.AuditEntry{OrderId: e.OrderID, RecordedUnixMs: e.RecordedAt.UnixMilli()}, nil
+	return auditToProto(e), nil
+}
+
+func (g grpcServer) RecordAudits(ctx context.Context, req *paymentsv1.RecordAuditsRequest) (*paymentsv1.RecordAuditsResponse, error) {
+	entries := make([]AuditEntry, len(req.GetEvents()))
+	for i, ev := range req.GetEvents() {
+		entries[i] = auditFromProto(ev)
+	}
+	results, err := g.audit.RecordBatch(ctx, entries)
+	if err != nil {
+		return nil, apperr.Status(err)
+	}
+	out := &paymentsv1.RecordAuditsResponse{Results: make([]*paymentsv1.AuditResult, len(results))}
+	for i, r := range results {
+		if r.Err != nil {
+			// The code and public message RecordAudit would have answered
+			// with for this event alone.
+			out.Results[i] = &paymentsv1.AuditResult{Outcome: &paymentsv1.AuditResult_Refused{Refused: &paymentsv1.AuditRefusal{
+				Code: int32(apperr.GRPCCode(r.Err)), Message: apperr.Public(r.Err)}}}
+			continue
+		}
+		out.Results[i] = &paymentsv1.AuditResult{Outcome: &paymentsv1.AuditResult_Entry{Entry: auditToProto(r.Entry)}}
+	}
+	return out, nil
+}
+
+// auditFromProto is an audit event as the trail takes it; a missing
+// confirmation time stays zero, for validation to refuse.
+func auditFromProto(ev *paymentsv1.AuditEvent) AuditEntry {
+	e := AuditEntry{
+		OrderID: ev.GetOrderId(), Customer: ev.GetCustomer(), TotalCents: ev.GetTotalCents(),
+		ChargeID: ev.GetChargeId(), RequestID: ev.GetRequestId(),
+	}
+	if ms := ev.GetConfirmedUnixMs(); ms > 0 {
+		e.ConfirmedAt = time.UnixMilli(ms)
+	}
+	return e
+}
+
+func auditToProto(e AuditEntry) *paymentsv1.AuditEntry {
+	return &paymentsv1.AuditEntry{OrderId: e.OrderID, RecordedUnixMs: e.RecordedAt.UnixMilli()}
 }

@@ -20,7 +20,12 @@ import (
 
 func startPayments(t *testing.T) (paymentsv1.PaymentsServiceClient, *serve.Process) {
 	t.Helper()
-	cfg := payments.DefaultConfig()
+	return startPaymentsWith(t, payments.DefaultConfig())
+}
+
+// startPaymentsWith is startPayments with cfg, on ports of its own.
+func startPaymentsWith(t *testing.T, cfg payments.Config) (paymentsv1.PaymentsServiceClient, *serve.Process) {
+	t.Helper()
 	cfg.Addr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := payments.Start(ctx, cfg, slog.New(slog.DiscardHandler))
