@@ -2,9 +2,11 @@ package orders
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -25,14 +27,21 @@ import (
 //     putting it there never waits. A full queue drops the event, counted
 //     (mercado_audit_events_total{outcome="dropped_queue_full"}) and
 //     logged with its order: nothing is lost quietly.
-//   - Workers write the events to payments' audit trail (RecordAudit),
-//     outside any request: each event lives AuditSettings.Lifetime from
-//     when it was queued, each attempt has AuditTimeout (the audit
-//     dependency's cap), and a failed attempt is tried again after a
-//     backoff with full jitter, doubling up to MaxBackoff, for as long as
-//     the event lives. One that outlives its lifetime is dropped, counted
-//     and logged. The trail keeps one entry per order, so a retry never
-//     writes twice.
+//   - Workers write the events to payments' audit trail, outside any
+//     request, in batches: a worker takes the events waiting on the
+//     queue, up to AuditSettings.Batch, and writes them in one call
+//     (RecordAudits). It never waits for a batch to fill: a lone event
+//     is written at once, and events gather only while the workers are
+//     busy — under load, when fewer writes matter.
+//   - Each event keeps its own fate in a batch: it lives
+//     AuditSettings.Lifetime from when it was queued, and no attempt
+//     outlives the soonest-ending event of its batch; each attempt has
+//     AuditTimeout (the audit dependency's cap). A failed write is tried
+//     again after a backoff with full jitter, doubling up to MaxBackoff,
+//     with the events that still live; one that outlives its lifetime is
+//     dropped, counted and logged, and one the trail refuses is dropped,
+//     counted and logged alone while the rest are recorded. The trail
+//     keeps one entry per order, so a retry never writes twice.
 //   - On shutdown, after the requests in flight have drained, the queue
 //     takes no more events and the workers write what is left within the
 //     drain timeout; what is still unwritten then is dropped, counted and
@@ -48,12 +57,19 @@ const AuditTimeout = 2 * time.Second
 // and its hop.
 const auditDep = "audit"
 
+// MaxAuditBatch is the most events one write may carry: payments' limit
+// on a RecordAudits call (payments.MaxAuditBatch).
+const MaxAuditBatch = 100
+
 // AuditSettings shape the audit queue.
 type AuditSettings struct {
 	// Capacity is how many events the queue holds.
 	Capacity int
-	// Workers write the events, each one at a time.
+	// Workers write the events, each one batch at a time.
 	Workers int
+	// Batch is the most events a worker writes in one call, at most
+	// MaxAuditBatch.
+	Batch int
 	// Lifetime is how long an event is tried before it is given up.
 	Lifetime time.Duration
 	// BaseBackoff and MaxBackoff bound the wait between two attempts.
@@ -63,9 +79,10 @@ type AuditSettings struct {
 // DefaultAuditSettings hold a few seconds of the shop's checkouts at its
 // highest rate (docs/performance.md) and retry each event for a minute:
 // long enough to ride out a restart of payments, short enough that the
-// queue does not keep a day of events in memory.
+// queue does not keep a day of events in memory. A batch may be as large
+// as payments takes: the more a write carries, the fewer commits.
 func DefaultAuditSettings() AuditSettings {
-	return AuditSettings{Capacity: 10_000, Workers: 4, Lifetime: time.Minute,
+	return AuditSettings{Capacity: 10_000, Workers: 4, Batch: MaxAuditBatch, Lifetime: time.Minute,
 		BaseBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
 }
 
@@ -77,6 +94,10 @@ func (a AuditSettings) orDefaults() AuditSettings {
 	if a.Workers <= 0 {
 		a.Workers = d.Workers
 	}
+	if a.Batch <= 0 {
+		a.Batch = d.Batch
+	}
+	a.Batch = min(a.Batch, MaxAuditBatch)
 	if a.Lifetime <= 0 {
 		a.Lifetime = d.Lifetime
 	}
@@ -107,6 +128,9 @@ type auditQueue struct {
 	events  chan queuedEvent
 	workers sync.WaitGroup
 	started bool
+	// held counts the events the workers have taken and not yet settled:
+	// recorded or dropped.
+	held atomic.Int64
 }
 
 type queuedEvent struct {
@@ -154,8 +178,12 @@ func (q *auditQueue) start() {
 	q.started = true
 	for range q.set.Workers {
 		q.workers.Go(func() {
-			for ev := range q.events {
-				q.deliver(ev)
+			for {
+				batch, ok := q.take()
+				if !ok {
+					return
+				}
+				q.deliver(batch)
 			}
 		})
 	}
@@ -192,7 +220,9 @@ func (q *auditQueue) stop(timeout time.Duration) {
 		return
 	case <-t.C:
 	}
-	left := len(q.events)
+	// What is unwritten: the events still queued and those the workers
+	// hold, being written or waiting to be tried again.
+	left := len(q.events) + int(q.held.Load())
 	q.halt()
 	<-done
 	q.log.Error("audit queue: the drain timeout ended before every event was written",
@@ -211,47 +241,141 @@ func (q *auditQueue) dropRest() {
 	}
 }
 
-// deliver writes one event, retrying with backoff while it lives.
-func (q *auditQueue) deliver(ev queuedEvent) {
-	// The event's own lifetime, not any request's deadline; a snapshot of
-	// the mode per event, as a worker's unit of work takes; and the
+// take waits for an event, then takes those waiting behind it, up to the
+// batch's size, without waiting for more; false when the queue is closed
+// and empty.
+func (q *auditQueue) take() ([]queuedEvent, bool) {
+	ev, ok := <-q.events
+	if !ok {
+		return nil, false
+	}
+	batch := []queuedEvent{ev}
+more:
+	for len(batch) < q.set.Batch {
+		select {
+		case ev, ok := <-q.events:
+			if !ok {
+				break more
+			}
+			batch = append(batch, ev)
+		default:
+			break more
+		}
+	}
+	q.held.Add(int64(len(batch)))
+	return batch, true
+}
+
+// deliver writes a batch of events in one call, and tries again, with
+// backoff, the ones whose write failed, for as long as each lives.
+func (q *auditQueue) deliver(batch []queuedEvent) {
+	// No request's deadline, but the events' own lifetimes; a snapshot of
+	// the mode per batch, as a worker's unit of work takes; and the
 	// background class: nobody waits on the write, so under pressure
-	// payments sheds it before the checkouts' own calls.
-	ctx, cancel := context.WithDeadline(q.halted, ev.expires)
-	defer cancel()
-	ctx, _ = q.settings.Snapshot(deadline.WithClass(ev.trace(ctx), deadline.Background))
+	// payments sheds it before the checkouts' own calls. The write shows
+	// in the trace of its first event's checkout.
+	base, _ := q.settings.Snapshot(deadline.WithClass(batch[0].trace(q.halted), deadline.Background))
+	pending := batch
 	for attempt := 0; ; attempt++ {
 		if q.halted.Err() != nil {
-			q.metrics.AuditEvent(ctx, telemetry.AuditDroppedShutdown)
+			q.count(base, pending, telemetry.AuditDroppedShutdown)
 			return
 		}
-		err := q.dst.Record(ctx, ev.e)
-		if err == nil {
-			q.metrics.AuditEvent(ctx, telemetry.AuditRecorded)
-			return
-		}
-		if permanent(err) {
-			q.metrics.AuditEvent(ctx, telemetry.AuditDroppedRejected)
-			q.log.Error("audit event dropped: the trail refused it", "order_id", ev.e.OrderID, "err", err)
+		var err error
+		if pending, err = q.write(base, pending); len(pending) == 0 {
 			return
 		}
 		wait := backoff(attempt, q.set.BaseBackoff, q.set.MaxBackoff)
-		if q.now().Add(wait).After(ev.expires) {
-			q.metrics.AuditEvent(ctx, telemetry.AuditDroppedExpired)
-			q.log.Error("audit event dropped: its lifetime ran out", "order_id", ev.e.OrderID,
-				"attempts", attempt+1, "lifetime", q.set.Lifetime, "err", err)
+		if pending = q.expire(base, pending, q.now().Add(wait), attempt, err); len(pending) == 0 {
 			return
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
-		case <-ctx.Done():
+		case <-q.halted.Done():
 			t.Stop()
-			q.metrics.AuditEvent(ctx, telemetry.AuditDroppedShutdown)
+			q.count(base, pending, telemetry.AuditDroppedShutdown)
 			return
 		}
-		q.metrics.AuditRetry(ctx)
+		// One write tried again, however many events it carries.
+		q.metrics.AuditRetry(base)
 	}
+}
+
+// write makes one attempt at pending, within the lifetime its
+// soonest-ending event has left, and settles each event the answer
+// settles: recorded, or refused for good (counted and logged). It returns
+// the events to try again and the error that failed them.
+func (q *auditQueue) write(base context.Context, pending []queuedEvent) ([]queuedEvent, error) {
+	ends := pending[0].expires
+	events := make([]AuditEvent, len(pending))
+	for i, ev := range pending {
+		events[i] = ev.e
+		if ev.expires.Before(ends) {
+			ends = ev.expires
+		}
+	}
+	ctx, cancel := context.WithDeadline(base, ends)
+	refused, err := q.dst.RecordBatch(ctx, events)
+	cancel()
+	if err == nil && len(refused) != len(pending) {
+		err = fmt.Errorf("the audit trail answered %d results for %d events", len(refused), len(pending))
+	}
+	if err != nil {
+		if !permanent(err) {
+			return pending, err
+		}
+		// The write itself was refused: no retry can change that.
+		refused = make([]error, len(pending))
+		for i := range refused {
+			refused[i] = err
+		}
+	}
+	var again []queuedEvent
+	var againErr error
+	for i, ev := range pending {
+		switch e := refused[i]; {
+		case e == nil:
+			q.settle(base, ev, telemetry.AuditRecorded)
+		case permanent(e):
+			q.settle(base, ev, telemetry.AuditDroppedRejected)
+			q.log.Error("audit event dropped: the trail refused it", "order_id", ev.e.OrderID, "err", e)
+		default:
+			again, againErr = append(again, ev), e
+		}
+	}
+	return again, againErr
+}
+
+// expire drops, counted and logged, the events of pending that would
+// outlive their lifetime before the next attempt, made at next; it
+// returns the others.
+func (q *auditQueue) expire(ctx context.Context, pending []queuedEvent, next time.Time, attempt int, err error) []queuedEvent {
+	var live []queuedEvent
+	for _, ev := range pending {
+		if !next.After(ev.expires) {
+			live = append(live, ev)
+			continue
+		}
+		q.settle(ctx, ev, telemetry.AuditDroppedExpired)
+		q.log.Error("audit event dropped: its lifetime ran out", "order_id", ev.e.OrderID,
+			"attempts", attempt+1, "lifetime", q.set.Lifetime, "err", err)
+	}
+	return live
+}
+
+// count settles every event of evs as outcome.
+func (q *auditQueue) count(ctx context.Context, evs []queuedEvent, outcome string) {
+	for _, ev := range evs {
+		q.settle(ctx, ev, outcome)
+	}
+}
+
+// settle counts what became of a held event, under its checkout's trace,
+// and lets it go.
+func (q *auditQueue) settle(ctx context.Context, ev queuedEvent, outcome string) {
+	q.metrics.AuditEvent(ev.trace(ctx), outcome)
+	q.held.Add(-1)
 }
 
 // permanent reports a refusal no retry can change: the event itself is

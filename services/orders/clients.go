@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
@@ -186,14 +188,43 @@ type auditClient struct {
 var _ Audit = auditClient{}
 
 func (c auditClient) Record(ctx context.Context, e AuditEvent) error {
-	// Timeout: Policy.Decide — min(AuditTimeout, remaining − margin) in
-	// budgeted mode, where the queue's worker gives each attempt a
-	// deadline of its own (audit.go); naive AuditTimeout, in line.
-	_, err := c.c.RecordAudit(ctx, &paymentsv1.AuditEvent{
+	// Timeout: Policy.Decide — naive AuditTimeout, in line; budgeted
+	// min(AuditTimeout, remaining − margin) when the Criticality mechanism
+	// alone is off and the write is in line.
+	_, err := c.c.RecordAudit(ctx, auditToProto(e))
+	return err
+}
+
+func (c auditClient) RecordBatch(ctx context.Context, events []AuditEvent) ([]error, error) {
+	// Timeout: Policy.Decide — min(AuditTimeout, remaining − margin), where
+	// the queue's worker gives each attempt the lifetime left to its
+	// batch's events as its deadline (audit.go).
+	req := &paymentsv1.RecordAuditsRequest{Events: make([]*paymentsv1.AuditEvent, len(events))}
+	for i, e := range events {
+		req.Events[i] = auditToProto(e)
+	}
+	resp, err := c.c.RecordAudits(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if got := len(resp.GetResults()); got != len(events) {
+		return nil, status.Errorf(codes.Internal, "the audit trail answered %d results for %d events", got, len(events))
+	}
+	refused := make([]error, len(events))
+	for i, r := range resp.GetResults() {
+		if no := r.GetRefused(); no != nil {
+			refused[i] = status.Error(codes.Code(no.GetCode()), no.GetMessage())
+		}
+	}
+	return refused, nil
+}
+
+// auditToProto is an audit event as payments takes it.
+func auditToProto(e AuditEvent) *paymentsv1.AuditEvent {
+	return &paymentsv1.AuditEvent{
 		OrderId: e.OrderID, Customer: e.Customer, TotalCents: e.TotalCents, ChargeId: e.ChargeID,
 		RequestId: e.RequestID, ConfirmedUnixMs: e.ConfirmedAt.UnixMilli(),
-	})
-	return err
+	}
 }
 
 // conns are the service's client connections, closed on shutdown.

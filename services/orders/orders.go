@@ -227,10 +227,16 @@ type Shipping interface {
 	Estimate(ctx context.Context, o Order) (DeliveryEstimate, error)
 }
 
-// Audit records a completed checkout in the audit trail. Recording an
+// Audit records completed checkouts in the audit trail. Recording an
 // order twice makes one entry, so a write may be retried.
 type Audit interface {
+	// Record records one event: the in-line write.
 	Record(ctx context.Context, e AuditEvent) error
+	// RecordBatch records events in one write: the audit queue's. Its
+	// error is the write's, and then none was recorded; otherwise refused
+	// holds, for each event, nil when it was recorded or why the trail
+	// refused it.
+	RecordBatch(ctx context.Context, events []AuditEvent) (refused []error, err error)
 }
 
 // AuditEvent is a completed checkout, as the audit trail keeps it.

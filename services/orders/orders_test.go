@@ -393,17 +393,41 @@ type fakeShipping struct {
 // fakeAudit is payments' audit trail: it keeps one event per order, and
 // answers err while it is set.
 type fakeAudit struct {
-	mu       sync.Mutex
-	err      error
+	mu sync.Mutex
+	// attempts counts the calls, batches the events each batch carried.
 	attempts int
+	batches  []int
+	err      error
+	// refuse, when set, refuses the events it returns an error for, one
+	// by one; the rest of their batch is recorded.
+	refuse   func(orders.AuditEvent) error
 	recorded map[string]orders.AuditEvent
 	// delay, when set, is waited (or ctx's end) before answering.
 	delay time.Duration
+	// lose, when set, loses the answer to the next call after its events
+	// are recorded: the call fails with lose, then lose is cleared.
+	lose error
 }
 
 var _ orders.Audit = (*fakeAudit)(nil)
 
 func (a *fakeAudit) Record(ctx context.Context, e orders.AuditEvent) error {
+	refused, err := a.write(ctx, []orders.AuditEvent{e})
+	if err != nil {
+		return err
+	}
+	return refused[0]
+}
+
+func (a *fakeAudit) RecordBatch(ctx context.Context, events []orders.AuditEvent) ([]error, error) {
+	a.mu.Lock()
+	a.batches = append(a.batches, len(events))
+	a.mu.Unlock()
+	return a.write(ctx, events)
+}
+
+// write is one call of either kind.
+func (a *fakeAudit) write(ctx context.Context, events []orders.AuditEvent) ([]error, error) {
 	a.mu.Lock()
 	a.attempts++
 	err, delay := a.err, a.delay
@@ -414,21 +438,33 @@ func (a *fakeAudit) Record(ctx context.Context, e orders.AuditEvent) error {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.recorded == nil {
 		a.recorded = map[string]orders.AuditEvent{}
 	}
-	if _, ok := a.recorded[e.OrderID]; !ok {
-		a.recorded[e.OrderID] = e
+	refused := make([]error, len(events))
+	for i, e := range events {
+		if a.refuse != nil {
+			if refused[i] = a.refuse(e); refused[i] != nil {
+				continue
+			}
+		}
+		if _, ok := a.recorded[e.OrderID]; !ok {
+			a.recorded[e.OrderID] = e
+		}
 	}
-	return nil
+	if lost := a.lose; lost != nil {
+		a.lose = nil
+		return nil, lost
+	}
+	return refused, nil
 }
 
 func (a *fakeAudit) set(f func(a *fakeAudit)) {

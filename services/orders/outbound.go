@@ -31,6 +31,7 @@ var hopNames = map[string]string{
 	// the criticality table (graph.go).
 	shippingv1.ShippingService_EstimateDelivery_FullMethodName: estimateDep,
 	paymentsv1.PaymentsService_RecordAudit_FullMethodName:      auditDep,
+	paymentsv1.PaymentsService_RecordAudits_FullMethodName:     auditDep,
 }
 
 func hopName(method string) string {

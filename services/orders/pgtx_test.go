@@ -158,3 +158,8 @@ func (a guardedAudit) Record(ctx context.Context, e orders.AuditEvent) error {
 	a.g.check("payments.RecordAudit")
 	return a.fakeAudit.Record(ctx, e)
 }
+
+func (a guardedAudit) RecordBatch(ctx context.Context, events []orders.AuditEvent) ([]error, error) {
+	a.g.check("payments.RecordAudits")
+	return a.fakeAudit.RecordBatch(ctx, events)
+}
