@@ -17,6 +17,8 @@ import (
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/lab/shop"
+	"github.com/mercado-lab/mercado/services/orders"
+	"github.com/mercado-lab/mercado/services/payments"
 )
 
 // degradedAnswer is the part of a checkout's answer this file reads.
@@ -79,6 +81,18 @@ func TestHungEstimateEndToEnd(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Orders' audit queue never sends payments a batch larger than payments
+// takes in one call: the two services keep the limit apart, and this is
+// where they meet.
+func TestAuditBatchFitsThePaymentsLimit(t *testing.T) {
+	if orders.MaxAuditBatch != payments.MaxAuditBatch {
+		t.Errorf("orders sends batches of up to %d audit events, payments takes %d", orders.MaxAuditBatch, payments.MaxAuditBatch)
+	}
+	if b := orders.DefaultAuditSettings().Batch; b < 1 || b > payments.MaxAuditBatch {
+		t.Errorf("orders' default audit batch is %d, want 1 to payments' %d", b, payments.MaxAuditBatch)
 	}
 }
 
