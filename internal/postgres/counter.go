@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,6 +35,11 @@ type Counts struct {
 	// OpenTransactions are the explicit transactions begun and not yet
 	// ended.
 	OpenTransactions int64 `json:"open_transactions"`
+	// LivenessPings are the pings the pool sends before handing out a
+	// connection that sat idle for over a second (pgx's rule). The server
+	// counts each as a commit; they are neither kind above, as they serve
+	// no one's work, and a busy machine makes more of them.
+	LivenessPings int64 `json:"liveness_pings"`
 }
 
 // Deferred marks ctx as deferred work: the commits made under it count as
@@ -51,14 +57,25 @@ func CountsOf(pool *pgxpool.Pool) Counts {
 	if !ok {
 		return Counts{}
 	}
-	return Counts{RequestCommits: c.request.Load(), DeferredCommits: c.deferred.Load(), OpenTransactions: c.open.Load()}
+	return Counts{RequestCommits: c.request.Load(), DeferredCommits: c.deferred.Load(),
+		OpenTransactions: c.open.Load(), LivenessPings: c.pings.Load()}
 }
 
 // counter is the pool's pgx tracer: it sees every statement and batch end
 // on every connection, and the connection's transaction status after it
 // ('I': idle, no transaction open).
 type counter struct {
-	request, deferred, open atomic.Int64
+	request, deferred, open, pings atomic.Int64
+}
+
+// shouldPing is pgx's rule for pinging a connection before handing it out
+// (idle for over a second), counted.
+func (c *counter) shouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool {
+	if p.IdleDuration <= time.Second {
+		return false
+	}
+	c.pings.Add(1)
+	return true
 }
 
 var (

@@ -94,12 +94,18 @@ func TestCountsAgreeWithTheServer(t *testing.T) {
 	want := postgres.Counts{RequestCommits: 4, DeferredCommits: 1}
 	got := postgres.Counts{RequestCommits: twiceCounts.RequestCommits - onceCounts.RequestCommits,
 		DeferredCommits: twiceCounts.DeferredCommits - onceCounts.DeferredCommits, OpenTransactions: twiceCounts.OpenTransactions}
-	if got != want || onceCounts != want {
+	onceWork := onceCounts
+	onceWork.LivenessPings = 0
+	if got != want || onceWork != want {
 		t.Errorf("pool counts of one run = %+v (first run %+v), want %+v", got, onceCounts, want)
 	}
-	if n := twice - once; n != got.RequestCommits+got.DeferredCommits {
-		t.Errorf("the server counted %d commits for one run (%d less %d), the pool %d",
-			n, twice, once, got.RequestCommits+got.DeferredCommits)
+	// A machine busy enough to leave the connection idle for a second
+	// between two statements makes the pool ping it first: the server
+	// counts those pings too.
+	pings := twiceCounts.LivenessPings - onceCounts.LivenessPings
+	if n := twice - once; n != got.RequestCommits+got.DeferredCommits+pings {
+		t.Errorf("the server counted %d commits for one run (%d less %d), the pool %d and %d liveness pings",
+			n, twice, once, got.RequestCommits+got.DeferredCommits, pings)
 	}
 }
 
@@ -111,5 +117,33 @@ func TestStatementCacheIsOn(t *testing.T) {
 	if cfg.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement || cfg.StatementCacheCapacity <= 0 {
 		t.Errorf("query exec mode %v, statement cache capacity %d; want the statement cache on",
 			cfg.DefaultQueryExecMode, cfg.StatementCacheCapacity)
+	}
+}
+
+// A connection idle for over a second is pinged before the pool hands it
+// out again, and the pool counts the ping the server counts as a commit.
+func TestLivenessPingsCounted(t *testing.T) {
+	pool, db := pgtest.Open(t, 1)
+	pool.Close()
+	ctx := context.Background()
+	before := pgtest.SettledCommits(t, db)
+	p, err := postgres.Open(ctx, db.URL, postgres.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := postgres.CountsOf(p)
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := p.Exec(ctx, `SELECT 1`); err != nil {
+		t.Fatal(err)
+	}
+	c := postgres.CountsOf(p)
+	p.Close()
+	if pings := c.LivenessPings - opened.LivenessPings; pings != 1 || c.RequestCommits-opened.RequestCommits != 1 {
+		t.Errorf("after a second idle and one statement: %d pings and %d request commits, want 1 and 1", pings, c.RequestCommits-opened.RequestCommits)
+	}
+	// Opening the pool costs the server a connection's start and Open's
+	// own ping, which the pool does not count.
+	if server, counted := pgtest.SettledCommits(t, db)-before, c.RequestCommits+c.LivenessPings; server < counted {
+		t.Errorf("the server counted %d commits, fewer than the pool's %d", server, counted)
 	}
 }

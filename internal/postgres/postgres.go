@@ -55,7 +55,8 @@ func Open(ctx context.Context, databaseURL string, o Options) (*pgxpool.Pool, er
 	// by default: each connection prepares a statement the first time it
 	// runs it and reuses it after (QueryExecModeCacheStatement, 512
 	// statements per connection).
-	cfg.ConnConfig.Tracer = &counter{}
+	c := &counter{}
+	cfg.ConnConfig.Tracer, cfg.ShouldPing = c, c.shouldPing
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = cmp.Or(o.ConnectTimeout, DefaultConnectTimeout)
 	}
