@@ -82,7 +82,7 @@ var flagCases = map[string]flagCase{
 	"breaker-ratio":  {value: "0.25"},
 	"breaker-open":   {value: "5s"},
 	"drain-timeout":  {value: "3s"},
-	"db-max-conns":   {value: "4"},
+	"db-max-conns":   {value: "6"},
 	// Port 1 refuses at once: every service that keeps state stops at
 	// start-up, the gateway (stateless) serves.
 	"database-url": {value: "postgres://mercado:pw-1234@127.0.0.1:1/mercado?sslmode=disable", shows: "postgres://127.0.0.1:1/mercado",

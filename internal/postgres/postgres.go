@@ -13,8 +13,9 @@ import (
 
 // Defaults of [Options].
 const (
-	// DefaultMaxConns is the pool size of one service.
-	DefaultMaxConns = 10
+	// DefaultMaxConns is the pool size of one service (as
+	// internal/serve.DefaultDBMaxConns).
+	DefaultMaxConns = 4
 	// DefaultConnectTimeout bounds establishing one connection (TCP, TLS,
 	// password exchange), so that a database that does not answer fails
 	// fast instead of waiting out the operating system's minutes-long

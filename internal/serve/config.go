@@ -81,10 +81,14 @@ type Common struct {
 	Faults faults.Set
 }
 
-// DefaultDBMaxConns is a service's pool of database connections: enough
-// for its bulkheads' worth of concurrent requests, since each holds a
-// connection only for the few statements of one store call.
-const DefaultDBMaxConns = 10
+// DefaultDBMaxConns is a service's pool of database connections, sized
+// from a measurement (docs/performance.md, "Pool sizes"): each request
+// holds a connection only for the few statements of one store call, so a
+// few connections serve a bulkhead's worth of concurrent requests, and on
+// a 2-core machine shared with PostgreSQL, four services of 4 held
+// 400 budgeted checkouts a second where four of 10 or 25 held 325 to 375
+// (more backends only queue for the same cores and the same WAL flush).
+const DefaultDBMaxConns = 4
 
 // Resilience sizes the pools and breakers.
 type Resilience struct {

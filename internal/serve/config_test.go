@@ -98,7 +98,7 @@ func TestRegisterFlags(t *testing.T) {
 		"--drain-timeout=3s", "--fault=ReserveStock:latency=280ms", "--fault=CreateCharge:hang",
 		"--mechanisms=breakers=on", "--admin-token=s3cret", "--admin-insecure",
 		"--workers=7", "--bulkhead=9", "--max-wait=50ms", "--breaker-window=10", "--breaker-ratio=0.25", "--breaker-open=5s",
-		"--db-max-conns=4",
+		"--db-max-conns=6",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -113,8 +113,8 @@ func TestRegisterFlags(t *testing.T) {
 	}
 	wantRes := serve.Resilience{Workers: 7, Bulkhead: 9, MaxWait: 50 * time.Millisecond,
 		BreakerWindow: 10, BreakerRatio: 0.25, BreakerOpen: 5 * time.Second}
-	if c.Resilience != wantRes || c.DBMaxConns != 4 {
-		t.Errorf("after parsing flags: resilience %+v, db-max-conns %d; want %+v and 4", c.Resilience, c.DBMaxConns, wantRes)
+	if c.Resilience != wantRes || c.DBMaxConns != 6 {
+		t.Errorf("after parsing flags: resilience %+v, db-max-conns %d; want %+v and 6", c.Resilience, c.DBMaxConns, wantRes)
 	}
 	// The override applies on top of the naive preset.
 	if got := c.Settings().Mechanisms; !got.Breakers || got.Bulkheads {

@@ -123,10 +123,10 @@ func TestDatabaseFlags(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	c.RegisterFlags(fs)
 	url := "postgres://mercado:mercado@127.0.0.1:5432/mercado?sslmode=disable"
-	if err := fs.Parse([]string{"--database-url=" + url, "--db-max-conns=4"}); err != nil {
+	if err := fs.Parse([]string{"--database-url=" + url, "--db-max-conns=6"}); err != nil {
 		t.Fatal(err)
 	}
-	if c.DatabaseURL != url || c.DBMaxConns != 4 {
+	if c.DatabaseURL != url || c.DBMaxConns != 6 {
 		t.Errorf("parsed: %q, %d", c.DatabaseURL, c.DBMaxConns)
 	}
 	if err := c.Validate(); err != nil {
