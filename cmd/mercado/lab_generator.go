@@ -20,10 +20,11 @@ import (
 
 // A scenario lab's load generator runs in a process of its own: this
 // program, started again as `mercado lab load-generator`, one process per
-// mode (per stage, for the capstone). In the lab's process the generator's goroutines would queue behind
-// the shop's, which the lab makes busy on purpose (naive mode's retries and
-// queues), and Go's scheduler has no priorities: the requests would leave
-// late and the run would measure the generator. The kernel, between two
+// mode (per stage, for the capstone). In the lab's process the
+// generator's goroutines would queue behind the shop's, which the lab
+// makes busy on purpose (naive mode's retries and queues), and Go's
+// scheduler has no priorities: the requests would leave late and the run
+// would measure the generator. The kernel, between two
 // processes, wakes the one that mostly sleeps — the generator — at once.
 
 // generatorCommand is the lab name of the generator's process.
