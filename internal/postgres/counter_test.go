@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,37 +78,52 @@ func TestCountsAgreeWithTheServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	session := func(runs int) (server int64, pool postgres.Counts) {
+	session := func(attempt, runs int) (server int64, pool postgres.Counts) {
 		before := pgtest.SettledCommits(t, db)
 		p, err := postgres.Open(ctx, db.URL, postgres.Options{MaxConns: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for run := range runs {
-			work(p, 10*runs+run)
+			work(p, 100*attempt+10*runs+run)
 		}
 		counts := postgres.CountsOf(p)
 		p.Close()
 		return pgtest.SettledCommits(t, db) - before, counts
 	}
-	once, onceCounts := session(1)
-	twice, twiceCounts := session(2)
+	// The server's count is the database's, not the pool's: an
+	// autovacuum worker visiting the database (the more test databases a
+	// run creates, the more often one comes) commits too, and a server
+	// process may add its counts to pg_stat_database after SettledCommits
+	// saw them stand still. Seen: 2 more in a session, once in a row of
+	// runs. So the server's side is compared up to three times, and a pool
+	// that miscounts fails each one. The pool's own counts are exact, and
+	// checked every time.
 	want := postgres.Counts{RequestCommits: 4, DeferredCommits: 1}
-	got := postgres.Counts{RequestCommits: twiceCounts.RequestCommits - onceCounts.RequestCommits,
-		DeferredCommits: twiceCounts.DeferredCommits - onceCounts.DeferredCommits, OpenTransactions: twiceCounts.OpenTransactions}
-	onceWork := onceCounts
-	onceWork.LivenessPings = 0
-	if got != want || onceWork != want {
-		t.Errorf("pool counts of one run = %+v (first run %+v), want %+v", got, onceCounts, want)
+	var disagreed []string
+	for attempt := range 3 {
+		once, onceCounts := session(attempt, 1)
+		twice, twiceCounts := session(attempt, 2)
+		got := postgres.Counts{RequestCommits: twiceCounts.RequestCommits - onceCounts.RequestCommits,
+			DeferredCommits: twiceCounts.DeferredCommits - onceCounts.DeferredCommits, OpenTransactions: twiceCounts.OpenTransactions}
+		onceWork := onceCounts
+		onceWork.LivenessPings = 0
+		if got != want || onceWork != want {
+			t.Fatalf("pool counts of one run = %+v (first run %+v), want %+v", got, onceCounts, want)
+		}
+		// A machine busy enough to leave the connection idle for a second
+		// between two statements makes the pool ping it first: the server
+		// counts those pings too.
+		pings := twiceCounts.LivenessPings - onceCounts.LivenessPings
+		n := twice - once
+		if n == got.RequestCommits+got.DeferredCommits+pings {
+			return
+		}
+		disagreed = append(disagreed, fmt.Sprintf("the server counted %d commits for one run (%d less %d), the pool %d and %d liveness pings",
+			n, twice, once, got.RequestCommits+got.DeferredCommits, pings))
+		t.Logf("attempt %d: %s", attempt+1, disagreed[len(disagreed)-1])
 	}
-	// A machine busy enough to leave the connection idle for a second
-	// between two statements makes the pool ping it first: the server
-	// counts those pings too.
-	pings := twiceCounts.LivenessPings - onceCounts.LivenessPings
-	if n := twice - once; n != got.RequestCommits+got.DeferredCommits+pings {
-		t.Errorf("the server counted %d commits for one run (%d less %d), the pool %d and %d liveness pings",
-			n, twice, once, got.RequestCommits+got.DeferredCommits, pings)
-	}
+	t.Errorf("the server and the pool disagreed three times: %s", strings.Join(disagreed, "; "))
 }
 
 // pgx's statement cache is on in the pools Open returns: each connection
