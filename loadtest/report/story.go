@@ -35,26 +35,41 @@ type headline struct {
 type modeValue struct{ Mode, Value string }
 
 // window is the stretch of the run the headline figures are read over:
-// the first faulty phase, or the whole run when no phase had faults.
+// the faulty phase; all the faulty phases together when the fault is told
+// in several (a stall for its first seconds, then the carrier alone: the
+// results' FaultClasses); or the whole run when no phase had faults.
 type window struct {
-	phase string // "" for the whole run
-	words string // "while the carrier hangs", "over the run"
+	phase string // the faulty phase; "" for all of them, or for the whole run
+	fault bool   // all the faulty phases together
+	words string // "during “carrier hangs”", "while the fault was on", "over the run"
 }
 
 func runWindow(modes []loadtest.ModeResult) window {
+	var faulty []string
 	for _, m := range modes {
 		for _, p := range m.Phases {
-			if p.Faulty {
-				return window{phase: p.Name, words: "during “" + p.Name + "”"}
+			if p.Faulty && !slices.Contains(faulty, p.Name) {
+				faulty = append(faulty, p.Name)
 			}
 		}
+	}
+	switch {
+	case len(faulty) == 1:
+		return window{phase: faulty[0], words: "during “" + faulty[0] + "”"}
+	case len(faulty) > 1 && slices.ContainsFunc(modes, func(m loadtest.ModeResult) bool { return len(m.FaultClasses) > 0 }):
+		return window{fault: true, words: "while the fault was on"}
+	case len(faulty) > 1:
+		return window{phase: faulty[0], words: "during “" + faulty[0] + "”"}
 	}
 	return window{words: "over the run"}
 }
 
 // summary is m's figures for class over w; nil when m did not send it.
 func (w window) summary(m loadtest.ModeResult, class string) *loadtest.Summary {
-	if w.phase == "" {
+	switch {
+	case w.fault:
+		return findSummary(m.FaultClasses, class)
+	case w.phase == "":
 		return findSummary(m.Classes, class)
 	}
 	for _, p := range m.Phases {
@@ -69,7 +84,7 @@ func (w window) summary(m loadtest.ModeResult, class string) *loadtest.Summary {
 // w's: what the class did before the fault, to measure what it kept.
 func (w window) calm(m loadtest.ModeResult, class string) *loadtest.Summary {
 	for _, p := range m.Phases {
-		if p.Name == w.phase {
+		if p.Name == w.phase || (w.fault && p.Faulty) {
 			return nil
 		}
 		if !p.Faulty {
@@ -219,7 +234,7 @@ func newStory(r loadtest.Results, modes []loadtest.ModeResult, goodput chartFigu
 // browseKept is the share of its calm goodput browsing kept during the
 // fault, per mode.
 func browseKept(w window, modes []loadtest.ModeResult, single bool) (headline, string, bool) {
-	if w.phase == "" {
+	if w.phase == "" && !w.fault {
 		return headline{}, "", false
 	}
 	kept := func(m loadtest.ModeResult) float64 {

@@ -197,3 +197,33 @@ func TestOfferedIsTheSchedule(t *testing.T) {
 		t.Errorf("offered without settings %v, want the ten seconds sent", got)
 	}
 }
+
+// TestStoryTakesAFaultToldInTwoPhasesWhole: when the fault is told in two
+// phases (a stall for its first seconds, then the carrier alone), the
+// headline is read over both together (the results' FaultClasses), not
+// over the first phase alone, which may be the few seconds every mode
+// fails.
+func TestStoryTakesAFaultToldInTwoPhasesWhole(t *testing.T) {
+	r := phasedResults()
+	for i := range r.Modes {
+		m := &r.Modes[i]
+		stall := loadtest.PhaseSpan{Name: "stalled", StartS: 4, EndS: 5, Faulty: true,
+			Classes: []loadtest.Summary{{Class: "checkout", Goodput: 0, P999MS: 3000}, {Class: "browse", Goodput: 0}}}
+		m.Phases = []loadtest.PhaseSpan{m.Phases[0], stall, m.Phases[1]}
+		m.FaultClasses = []loadtest.Summary{{Class: "checkout", Goodput: 6, P999MS: 2950}, {Class: "browse", Goodput: 16}}
+	}
+	r.Modes[1].FaultClasses = []loadtest.Summary{{Class: "checkout", Goodput: 15, P999MS: 950}, {Class: "browse", Goodput: 19}}
+	st := newHTMLReport(r).Story
+	if st == nil {
+		t.Fatal("no story")
+	}
+	for _, want := range []string{
+		"While the fault was on, budgeted answered 2.5× more good checkouts than naive (15.0/s against 6.0/s)",
+		"(950 ms; naive 2,950 ms)",
+		"kept 95% of its browsing (naive 80%).",
+	} {
+		if !strings.Contains(st.Verdict, want) {
+			t.Errorf("verdict %q lacks %q", st.Verdict, want)
+		}
+	}
+}
