@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +13,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/postgres/pgtest"
@@ -180,4 +186,51 @@ func TestCheckoutAllocations(t *testing.T) {
 	if allocs > maxAllocsPerCheckout {
 		t.Errorf("a checkout allocates %.0f times, more than %d: profile it (docs/performance.md) before raising the bound", allocs, maxAllocsPerCheckout)
 	}
+}
+
+// BenchmarkBareGRPCCall is the floor under each of a checkout's seven gRPC
+// calls: one unary call over loopback TCP to gRPC's own health service,
+// client and server in this process as the shop's are, with no
+// interceptor, no metadata and an empty message — what gRPC, its HTTP/2
+// transport and protobuf cost before Mercado adds anything. "deadline"
+// gives each call a deadline, as every call in a checkout has. Seven
+// calls at this floor are already above the 700 allocations once set as
+// the target for a whole checkout (docs/performance.md).
+//
+//	go test -run '^$' -bench BareGRPCCall -benchmem ./lab/shop/
+func BenchmarkBareGRPCCall(b *testing.B) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go func() { _ = srv.Serve(lis) }()
+	b.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	client := healthpb.NewHealthClient(conn)
+	call := func(ctx context.Context) {
+		if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	call(context.Background()) // the connection open
+	b.Run("no-deadline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			call(context.Background())
+		}
+	})
+	b.Run("deadline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			call(ctx)
+			cancel()
+		}
+	})
 }
