@@ -1,6 +1,7 @@
 package report
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/mercado-lab/mercado/loadtest"
@@ -30,5 +31,37 @@ func TestFaultBandLabels(t *testing.T) {
 		if b.Label != want[i] {
 			t.Errorf("band %d = %q, want %q", i, b.Label, want[i])
 		}
+	}
+}
+
+// Two fault bands side by side, as a fault told in two phases draws, have
+// their labels in rows of their own, so neither is written over the
+// other; bands far apart keep one row.
+func TestFaultBandLabelsDoNotOverlap(t *testing.T) {
+	labelYs := func(bands []chartBand) []string {
+		svg := string(lineChart{Title: "goodput", XLabel: "s", YLabel: "per second", XMax: 60, Shade: bands,
+			Series: []chartSeries{{Name: "budgeted", Points: []chartPoint{{X: 0, Y: 1}, {X: 60, Y: 1}}}}}.svg())
+		var ys []string
+		for _, m := range regexp.MustCompile(`<text class="fault-label" x="[^"]*" y="([^"]*)"`).FindAllStringSubmatch(svg, -1) {
+			ys = append(ys, m[1])
+		}
+		if len(ys) != len(bands) {
+			t.Fatalf("%d fault labels in %s, want %d", len(ys), svg, len(bands))
+		}
+		return ys
+	}
+	close := labelYs([]chartBand{
+		{From: 10, To: 15, Label: "fault + network fault: stall (orders-shipping stall)"},
+		{From: 15, To: 40, Label: "fault: carrier slow"},
+	})
+	if close[0] == close[1] {
+		t.Errorf("labels of adjacent bands are both at y=%s: one is written over the other", close[0])
+	}
+	apart := labelYs([]chartBand{
+		{From: 0, To: 5, Label: "fault: a"},
+		{From: 40, To: 50, Label: "fault: b"},
+	})
+	if apart[0] != apart[1] {
+		t.Errorf("labels of bands far apart are at y=%s and y=%s, want one row", apart[0], apart[1])
 	}
 }

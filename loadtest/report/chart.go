@@ -137,13 +137,11 @@ func (c lineChart) svg() template.HTML {
 	left := 2*chartFont + float64(widest)*chartCharW + 20
 	legend := c.legendRows(chartW - left - chartRightPad)
 	top := 24 + float64(len(legend))*legendRowH + 16
-	if len(c.Shade) > 0 {
-		top += chartFont + 8 // a strip above the plot for the bands' labels
-	}
 	plotW := chartW - left - chartRightPad
-	height := top + plotH + chartBottom
-
 	x := func(v float64) float64 { return left + v/xEnd*plotW }
+	labelRow, labelRows := bandLabelRows(c.Shade, x, xEnd)
+	top += float64(labelRows) * bandLabelRowH // a strip above the plot for the bands' labels
+	height := top + plotH + chartBottom
 	y := func(v float64) float64 { return top + (1-(v-ymin)/(ymax-ymin))*plotH }
 
 	var b strings.Builder
@@ -152,15 +150,15 @@ func (c lineChart) svg() template.HTML {
 	fmt.Fprintf(&b, `<title>%s</title>`, svgText(c.Title))
 
 	// Fault windows first, under everything else.
-	for _, band := range c.Shade {
+	for i, band := range c.Shade {
 		from, to := max(band.From, 0), min(band.To, xEnd)
 		if !(to > from) {
 			continue
 		}
 		fmt.Fprintf(&b, `<rect class="fault" x="%s" y="%s" width="%s" height="%s" fill="#000000" fill-opacity="0.10"/>`,
 			svgNum(x(from)), svgNum(top), svgNum(x(to)-x(from)), svgNum(plotH))
-		fmt.Fprintf(&b, `<text x="%s" y="%s" fill="#333333" font-size="%s" font-style="italic">%s</text>`,
-			svgNum(x(from)+4), svgNum(top-8), svgNum(chartFont*0.9), svgText(band.Label))
+		fmt.Fprintf(&b, `<text class="fault-label" x="%s" y="%s" fill="#333333" font-size="%s" font-style="italic">%s</text>`,
+			svgNum(x(from)+4), svgNum(top-8-float64(labelRow[i])*bandLabelRowH), svgNum(bandLabelFont), svgText(band.Label))
 	}
 
 	// Grid and y ticks.
@@ -340,3 +338,38 @@ func svgNum(v float64) string {
 func svgText(s string) string { return template.HTMLEscapeString(s) }
 
 func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// A fault band's label is written above the plot, from the band's left
+// edge, in a row of its own height.
+const (
+	bandLabelFont = chartFont * 0.9
+	bandLabelRowH = chartFont + 8
+)
+
+// bandLabelRows gives each band's label a row above the plot, so that no
+// two labels overlap: a label takes the lowest row whose last label ends
+// before it begins. Labels run left to right along the x axis, so one
+// whose band starts just after another's, as the phases of one fault do,
+// goes a row up. It returns each band's row (0 is the one nearest the
+// plot) and how many rows there are.
+func bandLabelRows(bands []chartBand, x func(float64) float64, xEnd float64) (row []int, rows int) {
+	row = make([]int, len(bands))
+	var ends []float64 // each row's rightmost label end, in SVG units
+	for i, band := range bands {
+		from, to := max(band.From, 0), min(band.To, xEnd)
+		if !(to > from) {
+			continue
+		}
+		start := x(from) + 4
+		end := start + float64(len([]rune(band.Label)))*bandLabelFont*0.6 + 12
+		r := 0
+		for r < len(ends) && ends[r] > start {
+			r++
+		}
+		if r == len(ends) {
+			ends = append(ends, 0)
+		}
+		row[i], ends[r] = r, end
+	}
+	return row, len(ends)
+}
