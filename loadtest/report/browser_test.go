@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,12 @@ import (
 // Off CI, with no chromium, the test is skipped.
 func chromiumPage(t *testing.T, r loadtest.Results, width, height int64) (context.Context, func() []string) {
 	t.Helper()
+	return chromiumPageOf(t, func(w io.Writer) error { return WriteHTML(w, r) }, width, height)
+}
+
+// chromiumPageOf is chromiumPage for the page write writes.
+func chromiumPageOf(t *testing.T, write func(io.Writer) error, width, height int64) (context.Context, func() []string) {
+	t.Helper()
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -35,7 +42,7 @@ func chromiumPage(t *testing.T, r loadtest.Results, width, height int64) (contex
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteHTML(f, r); err != nil {
+	if err := write(f); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -199,5 +206,55 @@ func TestReportFirstScreen(t *testing.T) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "report.png"), png, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReportTablesFitTheWidth: at 1280 px, a laptop's or a projector's
+// width, no table runs past the page's margin — the capstone's table of
+// eleven columns, with its widest figures, included — so no column is cut
+// off at the screen's edge.
+func TestReportTablesFitTheWidth(t *testing.T) {
+	lead := Lead{
+		Title: "Lesson 8: the fragile checkout, armoured step by step",
+		Head:  []string{"stage", "browse ok", "browse/s", "checkout/s", "p99", "p99.9", "max", "pool peak", "breaker opens", "late work", "dup charges"},
+		Rows: [][]string{
+			{"0 fragile", "10.0%", "2.0", "0.0", "11004 ms", "11013 ms", "11023 ms", "200", "0", "≥ 386.6 s", "0"},
+			{"1 +timeouts", "100.0%", "20.0", "0.0", "1218 ms", "1283 ms", "1290 ms", "123", "0", "386.6 s", "3085"},
+			{"2 +budget", "100.0%", "20.0", "4.6", "1004 ms", "1016 ms", "1019 ms", "101", "0", "3.6 s", "2999"},
+			{"3 +isolation", "100.0%", "20.0", "71.7", "122 ms", "244 ms", "355 ms", "14", "2", "0.0 s", "0"},
+		},
+	}
+	ctx, problems := chromiumPageOf(t, func(w io.Writer) error { return WriteHTMLLead(w, phasedResults(), lead) }, 1280, 900)
+	type overflow struct {
+		Margin float64   `json:"margin"`
+		Rights []float64 `json:"rights"`
+		Scroll int       `json:"scroll"`
+		Width  int       `json:"width"`
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[overflow](`(() => {
+  const body = document.body, style = getComputedStyle(body);
+  return {
+    margin: body.getBoundingClientRect().right - parseFloat(style.paddingRight),
+    rights: [...document.querySelectorAll("table")].map(t => t.getBoundingClientRect().right),
+    scroll: document.documentElement.scrollWidth,
+    width: window.innerWidth,
+  };
+})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Rights) < 2 {
+		t.Fatalf("%d tables on the page, want the lead's and the run's", len(got.Rights))
+	}
+	for i, right := range got.Rights {
+		if right > got.Margin+0.5 {
+			t.Errorf("table %d ends at %.0f px, past the page's margin at %.0f px", i, right, got.Margin)
+		}
+	}
+	if got.Scroll > got.Width {
+		t.Errorf("the page is %d px wide in a %d px window: it scrolls sideways", got.Scroll, got.Width)
+	}
+	if p := problems(); len(p) > 0 {
+		t.Errorf("the page logged problems: %v", p)
 	}
 }

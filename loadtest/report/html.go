@@ -410,9 +410,11 @@ h3 { font-size: 1.3em; margin: 1.2em 0 0.3em; }
 .ok { font-weight: bold; color: #005a8c; }
 .bad { font-weight: bold; color: #a33f00; }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 0.5em 0; }
-th, td { padding: 0.3em 0.9em; border-bottom: 1px solid #ccc; text-align: left; vertical-align: top; }
+th, td { padding: 0.3em 0.5em; border-bottom: 1px solid #ccc; text-align: left; vertical-align: top; }
 thead th { border-bottom: 3px solid #333; }
 td.n, th.n { text-align: right; }
+td.n { white-space: nowrap; }
+#lead table { font-size: 0.85em; }
 tbody th.section { background: #e8e8e8; font-size: 1.1em; padding-top: 0.5em; }
 td.better { background: #cce3f5; font-weight: bold; }
 td.worse { background: #fde3d0; font-weight: bold; }
