@@ -115,8 +115,11 @@ func TestPostgresCommitsPerCheckout(t *testing.T) {
 				if perDeferred > bound.deferred {
 					t.Errorf("%s, %s: %.2f deferred commits per checkout, want at most %.1f", m, how, perDeferred, bound.deferred)
 				}
-				if all.OpenTransactions != 0 {
-					t.Errorf("%s, %s: %d transactions still open with the shop idle", m, how, all.OpenTransactions)
+				if open := s.openOnceIdle(t); open != 0 {
+					t.Errorf("%s, %s: %d transactions still open with the shop idle for %v", m, how, open, idleOpenFor)
+				}
+				if t.Failed() {
+					t.Logf("%s, %s: each service's counters now: %s", m, how, s.commitsByService(t))
 				}
 				if r.slowWrite > 0 {
 					if _, err := payments.ClearFaults(t.Context(), ""); err != nil {
@@ -184,6 +187,51 @@ func (s *pgShop) commits(t *testing.T) postgres.Counts {
 		sum.OpenTransactions += st.OpenTransactions
 	}
 	return sum
+}
+
+// idleOpenFor is how long a shop with no checkouts may take to end the
+// transactions it has open: a worker's poll may be in one when the
+// counters are read, and on a busy machine it may last a while; one held
+// across a call, or never ended, stays open.
+const idleOpenFor = 5 * time.Second
+
+// openOnceIdle is how many transactions the shop has open once they have
+// had idleOpenFor to end: none, unless one was left open.
+func (s *pgShop) openOnceIdle(t *testing.T) int64 {
+	t.Helper()
+	deadline := time.Now().Add(idleOpenFor)
+	for {
+		open := s.commits(t).OpenTransactions
+		if open == 0 || time.Now().After(deadline) {
+			return open
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// commitsByService is each service's counters, for a failure's message.
+func (s *pgShop) commitsByService(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, p := range []*serve.Process{s.Orders, s.Catalog, s.Payments, s.Shipping} {
+		var st serve.DBStats
+		s.getJSON(t, "http://"+p.AdminAddr+"/admin/db", &st)
+		fmt.Fprintf(&b, "%s %+v; ", p.Name, st.Counts)
+	}
+	// A call retried (its own cap ran out on a slow machine) commits
+	// again: say so.
+	resp, err := s.client.Get("http://" + s.Orders.AdminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for line := range strings.Lines(string(body)) {
+		if strings.HasPrefix(line, "mercado_retries_total") {
+			fmt.Fprintf(&b, "orders %s; ", strings.TrimSpace(line))
+		}
+	}
+	return strings.TrimSuffix(b.String(), "; ")
 }
 
 // commitsAt is commits and when they were read: halfway through reading
