@@ -31,8 +31,8 @@ type CapacityConfig struct {
 	P99 time.Duration
 	// Step is how long each rate is held.
 	Step time.Duration
-	// Start is the first rate tried. While rates hold it doubles (up to
-	// Max) until one fails; if Start itself fails it halves until a rate
+	// Start is the first rate tried. While rates hold it doubles (the
+	// last step up is Max itself) until one fails; if Start itself fails it halves until a rate
 	// holds. Then Refine bisections narrow the gap between the highest
 	// rate that held and the lowest that failed.
 	Start  float64
@@ -102,6 +102,9 @@ type CapacityMode struct {
 	Steps []CapacityStep `json:"steps"`
 	// MaxRate is the highest rate sustained (0: none was).
 	MaxRate float64 `json:"max_sustained_rate"`
+	// AtCeiling says MaxRate is the search's own ceiling (Max): the shop
+	// may hold more.
+	AtCeiling bool `json:"at_ceiling,omitempty"`
 	// CPUSecondsPerCheckout is the process's CPU time per good checkout
 	// over the measured steps, load generator included.
 	CPUSecondsPerCheckout float64 `json:"cpu_seconds_per_checkout"`
@@ -174,7 +177,7 @@ func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progres
 		if err != nil {
 			return CapacityResult{}, err
 		}
-		cm.MaxRate = top
+		cm.MaxRate, cm.AtCeiling = top, top == cfg.Max
 		if good > 0 {
 			cm.CPUSecondsPerCheckout = cpu / float64(good)
 		}
@@ -233,8 +236,8 @@ func searchRate(cfg CapacityConfig, hold func(rate float64) (bool, error)) (floa
 		return 0, err
 	}
 	lo, hi := rate, 0.0 // the highest rate that held, the lowest that failed
-	for hi == 0 && rate*2 <= cfg.Max {
-		rate *= 2
+	for hi == 0 && rate < cfg.Max {
+		rate = min(rate*2, cfg.Max)
 		if ok, err = hold(rate); err != nil {
 			return 0, err
 		}
@@ -425,6 +428,9 @@ func (r CapacityResult) WriteTable(w io.Writer) {
 	for _, m := range r.Modes {
 		fmt.Fprintf(w, "%-9s highest sustained rate: %.0f checkouts/s (%.2f ms of CPU per checkout, generator included)\n",
 			m.Mode, m.MaxRate, 1000*m.CPUSecondsPerCheckout)
+		if m.AtCeiling {
+			fmt.Fprintf(w, "%-9s   that is the search's ceiling (--max): the shop may hold more\n", "")
+		}
 	}
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, "\nWhat budgets cost when nothing is wrong: throughput %.2fx (%.0f vs %.0f/s); p50 at %.0f/s %.2f vs %.2f ms (%+.1f%%).\n",

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -35,8 +36,8 @@ func TestCapacitySearch(t *testing.T) {
 				t.Errorf("%s step %+v: want every checkout answered well (a 1 s bound)", m.Mode, s)
 			}
 		}
-		if m.MaxRate != 20 || m.CPUSecondsPerCheckout <= 0 {
-			t.Errorf("%s: max %v, CPU %v; want 20/s and a CPU figure", m.Mode, m.MaxRate, m.CPUSecondsPerCheckout)
+		if m.MaxRate != 20 || !m.AtCeiling || m.CPUSecondsPerCheckout <= 0 {
+			t.Errorf("%s: max %v (at the ceiling: %v), CPU %v; want 20/s, the search's ceiling, and a CPU figure", m.Mode, m.MaxRate, m.AtCeiling, m.CPUSecondsPerCheckout)
 		}
 	}
 	o := res.Overhead
@@ -156,14 +157,18 @@ func TestSearchRateEdges(t *testing.T) {
 	cfg.Start, cfg.Max, cfg.Refine = 100, 800, 3
 	for name, tc := range map[string]struct {
 		capacity float64
+		max      float64 // 800 if 0
 		want     float64
 		tried    []float64
 	}{
-		"every rate holds":      {capacity: 10_000, want: 800, tried: []float64{100, 200, 400, 800}},
-		"nothing holds":         {capacity: 0, want: 0, tried: []float64{100, 50, 25, 13, 7, 4, 2, 1}},
-		"only 1/s holds":        {capacity: 1, want: 1, tried: []float64{100, 50, 25, 13, 7, 4, 2, 1, 2}},
-		"the start is the knee": {capacity: 100, want: 100, tried: []float64{100, 200, 150, 125, 113}},
+		"every rate holds":       {capacity: 10_000, want: 800, tried: []float64{100, 200, 400, 800}},
+		"the last step is --max": {capacity: 10_000, max: 1000, want: 1000, tried: []float64{100, 200, 400, 800, 1000}},
+		"the knee under --max":   {capacity: 900, max: 1000, want: 900, tried: []float64{100, 200, 400, 800, 1000, 900, 950, 925}},
+		"nothing holds":          {capacity: 0, want: 0, tried: []float64{100, 50, 25, 13, 7, 4, 2, 1}},
+		"only 1/s holds":         {capacity: 1, want: 1, tried: []float64{100, 50, 25, 13, 7, 4, 2, 1, 2}},
+		"the start is the knee":  {capacity: 100, want: 100, tried: []float64{100, 200, 150, 125, 113}},
 	} {
+		cfg.Max = cmp.Or(tc.max, 800)
 		f := &fakeShop{capacity: tc.capacity}
 		got, err := searchRate(cfg, f.hold)
 		if err != nil || got != tc.want || !slices.Equal(f.tried, tc.tried) {

@@ -296,7 +296,7 @@ func runCapacity(ctx context.Context, args []string, getenv func(string) string,
 	fs.DurationVar(&cfg.P99, "p99", cfg.P99, "the p99 latency a sustained rate must stay within")
 	fs.DurationVar(&cfg.Step, "step", cfg.Step, "how long each rate is held")
 	fs.Float64Var(&cfg.Start, "start", cfg.Start, "the first rate tried (checkouts/s); it doubles while rates hold, halves while they fail")
-	fs.Float64Var(&cfg.Max, "max", cfg.Max, "the highest rate tried")
+	fs.Float64Var(&cfg.Max, "max", cfg.Max, "the highest rate tried, the last step up (a shop that holds it is reported at the search's ceiling)")
 	fs.IntVar(&cfg.Refine, "refine", cfg.Refine, "bisections between the highest rate that held and the lowest that failed")
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err
