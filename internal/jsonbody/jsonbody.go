@@ -19,30 +19,24 @@ func Decode(w http.ResponseWriter, r *http.Request, maxBytes int64, dst any) (in
 	if err != nil || mt != "application/json" {
 		return http.StatusUnsupportedMediaType, errors.New("Content-Type must be application/json")
 	}
-	// First the value as it came, so that a body of "null" — which would
-	// leave dst as it was, or empty a map — is refused like any other
-	// non-object.
-	var raw json.RawMessage
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBytes))
-	if err := dec.Decode(&raw); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+	if err != nil {
+		return describe(err, maxBytes)
+	}
+	// A body of "null" would leave dst as it was, or empty a map: it is
+	// refused like any other non-object.
+	if string(bytes.TrimSpace(body)) == "null" {
+		return http.StatusBadRequest, errors.New("body must be a JSON object, not null")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
 		return describe(err, maxBytes)
 	}
 	// Only the end of the body may follow the value. (dec.More would let a
 	// stray "]" or "}" through: it reports false for those.)
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than %d bytes", maxBytes)
-		}
 		return http.StatusBadRequest, errors.New("body must hold one JSON value")
-	}
-	if string(raw) == "null" {
-		return http.StatusBadRequest, errors.New("body must be a JSON object, not null")
-	}
-	strict := json.NewDecoder(bytes.NewReader(raw))
-	strict.DisallowUnknownFields()
-	if err := strict.Decode(dst); err != nil {
-		return describe(err, maxBytes)
 	}
 	return 0, nil
 }
