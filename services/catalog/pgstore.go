@@ -113,44 +113,33 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line) (Rese
 		return Reservation{}, postgres.Error(err, "reserving stock")
 	}
 
-	// 2. Lock the products, in SKU order: two orders that lock the same
-	// products lock them in the same order, so they never deadlock.
+	// 2. Read the products, without locking them yet: their prices (no
+	// price changes while the shop serves), and their stock, to refuse an
+	// order that cannot be met before anything is written. The stock is
+	// checked again under the lock in 4.
 	want := map[string]int64{}
 	for _, l := range lines {
 		want[l.SKU] += l.Qty
 	}
 	skus := slices.Sorted(maps.Keys(want))
-	rows, _ := tx.Query(ctx, `
-		SELECT sku, name, price_cents, stock FROM catalog.products
-		WHERE sku = ANY($1) ORDER BY sku FOR UPDATE`, skus)
-	locked, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Product])
+	products, err := readProducts(ctx, tx, skus)
 	if err != nil {
-		return Reservation{}, postgres.Error(err, "locking products")
-	}
-	products := map[string]Product{}
-	for _, p := range locked {
-		products[p.SKU] = p
+		return Reservation{}, err
 	}
 
 	// 3. Check every line before changing anything, in the lines' order,
 	// as the memory store does.
-	asked := map[string]int64{}
-	for _, l := range lines {
-		p, ok := products[l.SKU]
-		if !ok {
-			return Reservation{}, apperr.New(apperr.NotFound, "unknown sku %q", l.SKU)
-		}
-		asked[l.SKU] += l.Qty
-		if asked[l.SKU] > p.Stock {
-			return Reservation{}, apperr.New(apperr.Conflict, "out of stock: %q has %d left", l.SKU, p.Stock)
-		}
+	if err := checkLines(lines, products); err != nil {
+		return Reservation{}, err
 	}
 
-	// 4. Take the stock and record the lines at today's prices. The three
-	// writes go to the server in one batch, one round trip: the product
-	// rows stay locked until the commit, and every checkout of a popular
-	// product waits for them, so the fewer round trips under the lock, the
-	// more checkouts per second.
+	// 4. Record the lines at those prices, then lock the products, in SKU
+	// order (two orders that lock the same products lock them in the same
+	// order, so they never deadlock), and take the stock, all in one
+	// batch, one round trip. Every checkout of a popular product waits for
+	// its row lock, held from here until the commit: one round trip and
+	// the commit's wait for the disk, where locking first and writing
+	// after would hold it over two round trips.
 	qtys := make([]int64, len(skus))
 	for i, sku := range skus {
 		qtys[i] = want[sku]
@@ -165,18 +154,93 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line) (Rese
 	}
 	var writes pgx.Batch
 	writes.Queue(`
-		UPDATE catalog.products p SET stock = p.stock - w.qty
-		FROM unnest($1::text[], $2::bigint[]) AS w(sku, qty) WHERE p.sku = w.sku`, skus, qtys)
-	writes.Queue(`
 		INSERT INTO catalog.reservation_lines (reservation_id, line_no, sku, qty, unit_price_cents)
 		SELECT $1, l.n, l.sku, l.qty, l.price
 		FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS l(sku, qty, price, n)`,
 		r.ID, lineSKUs, lineQtys, linePrices)
 	writes.Queue(`UPDATE catalog.reservations SET total_cents = $2 WHERE id = $1`, r.ID, r.TotalCents)
-	if err := tx.SendBatch(ctx, &writes).Close(); err != nil {
+	// FOR NO KEY UPDATE, the lock the stock's update takes itself: it lets
+	// the key-share locks the lines' foreign key took on the products in
+	// the first statement be, where FOR UPDATE would wait for another
+	// order's, and that order for this one's.
+	writes.Queue(productsQuery+` FOR NO KEY UPDATE`, skus)
+	// Only where the stock is still enough: another order may have taken
+	// it since 2.
+	writes.Queue(`
+		UPDATE catalog.products p SET stock = p.stock - w.qty
+		FROM unnest($1::text[], $2::bigint[]) AS w(sku, qty) WHERE p.sku = w.sku AND p.stock >= w.qty`, skus, qtys)
+	results := tx.SendBatch(ctx, &writes)
+	defer results.Close()
+	if _, err := results.Exec(); err != nil {
+		return Reservation{}, postgres.Error(err, "recording a reservation's lines")
+	}
+	if _, err := results.Exec(); err != nil {
+		return Reservation{}, postgres.Error(err, "recording a reservation's total")
+	}
+	rows, _ := results.Query()
+	locked, err := collectProducts(rows)
+	if err != nil {
+		return Reservation{}, postgres.Error(err, "locking products")
+	}
+	taken, err := results.Exec()
+	if err != nil {
+		return Reservation{}, postgres.Error(err, "taking stock")
+	}
+	if int(taken.RowsAffected()) < len(skus) {
+		// Another order took some of the stock between 2 and 4: refuse as
+		// 3 would have with the stock as it is now. The caller rolls back.
+		if err := checkLines(lines, locked); err != nil {
+			return Reservation{}, err
+		}
+		return Reservation{}, apperr.New(apperr.Conflict, "out of stock")
+	}
+	if err := results.Close(); err != nil {
 		return Reservation{}, postgres.Error(err, "taking stock")
 	}
 	return r, nil
+}
+
+// productsQuery reads products by SKU, in SKU order.
+const productsQuery = `SELECT sku, name, price_cents, stock FROM catalog.products WHERE sku = ANY($1) ORDER BY sku`
+
+// readProducts reads the products of skus, by SKU.
+func readProducts(ctx context.Context, tx pgx.Tx, skus []string) (map[string]Product, error) {
+	rows, _ := tx.Query(ctx, productsQuery, skus)
+	products, err := collectProducts(rows)
+	if err != nil {
+		return nil, postgres.Error(err, "reading products")
+	}
+	return products, nil
+}
+
+// collectProducts collects rows of productsQuery, by SKU.
+func collectProducts(rows pgx.Rows) (map[string]Product, error) {
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Product])
+	if err != nil {
+		return nil, err
+	}
+	products := make(map[string]Product, len(list))
+	for _, p := range list {
+		products[p.SKU] = p
+	}
+	return products, nil
+}
+
+// checkLines refuses lines that products cannot meet: an unknown SKU, or
+// more than its stock (counting the order's earlier lines of it).
+func checkLines(lines []Line, products map[string]Product) error {
+	asked := map[string]int64{}
+	for _, l := range lines {
+		p, ok := products[l.SKU]
+		if !ok {
+			return apperr.New(apperr.NotFound, "unknown sku %q", l.SKU)
+		}
+		asked[l.SKU] += l.Qty
+		if asked[l.SKU] > p.Stock {
+			return apperr.New(apperr.Conflict, "out of stock: %q has %d left", l.SKU, p.Stock)
+		}
+	}
+	return nil
 }
 
 // loadReservation returns the reservation of an order.

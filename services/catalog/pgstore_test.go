@@ -2,10 +2,13 @@ package catalog_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mercado-lab/mercado/internal/postgres/pgtest"
+	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/services/catalog"
 )
 
@@ -69,4 +72,38 @@ func TestNewPGStoreNeedsAPool(t *testing.T) {
 	if _, err := catalog.NewPGStore(nil); err == nil {
 		t.Error("NewPGStore(nil) succeeded")
 	}
+}
+
+// BenchmarkReserveOneProduct reserves one product from many orders at
+// once, as every checkout of a popular product does: each waits for that
+// product's row lock, so the figure is how long a reservation holds it
+// (go test -bench ReserveOneProduct -benchtime 5s ./services/catalog/,
+// with MERCADO_TEST_DATABASE_URL set).
+func BenchmarkReserveOneProduct(b *testing.B) {
+	pgtest.AdminURL(b)
+	pool, _ := pgtest.Open(b, serve.DefaultDBMaxConns)
+	ctx := context.Background()
+	if err := catalog.Migrate(ctx, pool); err != nil {
+		b.Fatal(err)
+	}
+	s, err := catalog.NewPGStore(pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Seed(ctx, []catalog.Product{{SKU: "mug", Name: "Mug", PriceCents: 1200, Stock: 1 << 40}}); err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	b.SetParallelism(8) // 16 orders at once on 2 cores, for the service's pool of 4
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := "o" + strconv.FormatInt(next.Add(1), 10)
+			if _, err := s.Reserve(ctx, id, []catalog.Line{{SKU: "mug", Qty: 1}}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reservations/s")
 }
