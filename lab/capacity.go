@@ -32,9 +32,9 @@ type CapacityConfig struct {
 	// Step is how long each rate is held.
 	Step time.Duration
 	// Start is the first rate tried. While rates hold it doubles (the
-	// last step up is Max itself) until one fails; if Start itself fails it halves until a rate
-	// holds. Then Refine bisections narrow the gap between the highest
-	// rate that held and the lowest that failed.
+	// last step up is Max itself) until one fails; if Start itself fails
+	// it halves until a rate holds. Then Refine bisections narrow the gap
+	// between the highest rate that held and the lowest that failed.
 	Start  float64
 	Max    float64
 	Refine int
