@@ -16,21 +16,25 @@ import (
 // own (see pgtest), or skips t when no server is configured.
 func pgStoreForTest(t *testing.T) newStoreFunc {
 	pgtest.AdminURL(t)
-	return func(t *testing.T, seed []catalog.Product) catalog.Store {
-		pool, _ := pgtest.Open(t, 8)
-		ctx := context.Background()
-		if err := catalog.Migrate(ctx, pool); err != nil {
-			t.Fatal(err)
-		}
-		s, err := catalog.NewPGStore(pool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Seed(ctx, seed); err != nil {
-			t.Fatal(err)
-		}
-		return s
+	return func(t *testing.T, seed []catalog.Product) catalog.Store { return openPGStore(t, 8, seed) }
+}
+
+// openPGStore is a store on a database of its own, with a pool of
+// maxConns, migrated and seeded.
+func openPGStore(tb testing.TB, maxConns int, seed []catalog.Product) *catalog.PGStore {
+	pool, _ := pgtest.Open(tb, maxConns)
+	ctx := context.Background()
+	if err := catalog.Migrate(ctx, pool); err != nil {
+		tb.Fatal(err)
 	}
+	s, err := catalog.NewPGStore(pool)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.Seed(ctx, seed); err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }
 
 // Migrations run from three replicas at once, then again, leave one
@@ -81,18 +85,8 @@ func TestNewPGStoreNeedsAPool(t *testing.T) {
 // with MERCADO_TEST_DATABASE_URL set).
 func BenchmarkReserveOneProduct(b *testing.B) {
 	pgtest.AdminURL(b)
-	pool, _ := pgtest.Open(b, serve.DefaultDBMaxConns)
+	s := openPGStore(b, serve.DefaultDBMaxConns, []catalog.Product{{SKU: "mug", Name: "Mug", PriceCents: 1200, Stock: 1 << 40}})
 	ctx := context.Background()
-	if err := catalog.Migrate(ctx, pool); err != nil {
-		b.Fatal(err)
-	}
-	s, err := catalog.NewPGStore(pool)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Seed(ctx, []catalog.Product{{SKU: "mug", Name: "Mug", PriceCents: 1200, Stock: 1 << 40}}); err != nil {
-		b.Fatal(err)
-	}
 	var next atomic.Int64
 	b.SetParallelism(8) // 16 orders at once on 2 cores, for the service's pool of 4
 	b.ResetTimer()
