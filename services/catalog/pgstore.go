@@ -122,9 +122,10 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line) (Rese
 		want[l.SKU] += l.Qty
 	}
 	skus := slices.Sorted(maps.Keys(want))
-	products, err := readProducts(ctx, tx, skus)
+	rows, _ := tx.Query(ctx, productsQuery, skus)
+	products, err := collectProducts(rows)
 	if err != nil {
-		return Reservation{}, err
+		return Reservation{}, postgres.Error(err, "reading products")
 	}
 
 	// 3. Check every line before changing anything, in the lines' order,
@@ -165,7 +166,8 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line) (Rese
 	// order's, and that order for this one's.
 	writes.Queue(productsQuery+` FOR NO KEY UPDATE`, skus)
 	// Only where the stock is still enough: another order may have taken
-	// it since 2.
+	// it since 2, and an order refused below must not trip the stock's
+	// CHECK before it is.
 	writes.Queue(`
 		UPDATE catalog.products p SET stock = p.stock - w.qty
 		FROM unnest($1::text[], $2::bigint[]) AS w(sku, qty) WHERE p.sku = w.sku AND p.stock >= w.qty`, skus, qtys)
@@ -177,22 +179,19 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line) (Rese
 	if _, err := results.Exec(); err != nil {
 		return Reservation{}, postgres.Error(err, "recording a reservation's total")
 	}
-	rows, _ := results.Query()
+	rows, _ = results.Query()
 	locked, err := collectProducts(rows)
 	if err != nil {
 		return Reservation{}, postgres.Error(err, "locking products")
 	}
-	taken, err := results.Exec()
-	if err != nil {
-		return Reservation{}, postgres.Error(err, "taking stock")
+	// Another order may have taken some of the stock since 2: refuse as 3
+	// would have, with the stock as it is now, under the lock. The caller
+	// rolls back what the batch wrote.
+	if err := checkLines(lines, locked); err != nil {
+		return Reservation{}, err
 	}
-	if int(taken.RowsAffected()) < len(skus) {
-		// Another order took some of the stock between 2 and 4: refuse as
-		// 3 would have with the stock as it is now. The caller rolls back.
-		if err := checkLines(lines, locked); err != nil {
-			return Reservation{}, err
-		}
-		return Reservation{}, apperr.New(apperr.Conflict, "out of stock")
+	if _, err := results.Exec(); err != nil {
+		return Reservation{}, postgres.Error(err, "taking stock")
 	}
 	if err := results.Close(); err != nil {
 		return Reservation{}, postgres.Error(err, "taking stock")
@@ -202,16 +201,6 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line) (Rese
 
 // productsQuery reads products by SKU, in SKU order.
 const productsQuery = `SELECT sku, name, price_cents, stock FROM catalog.products WHERE sku = ANY($1) ORDER BY sku`
-
-// readProducts reads the products of skus, by SKU.
-func readProducts(ctx context.Context, tx pgx.Tx, skus []string) (map[string]Product, error) {
-	rows, _ := tx.Query(ctx, productsQuery, skus)
-	products, err := collectProducts(rows)
-	if err != nil {
-		return nil, postgres.Error(err, "reading products")
-	}
-	return products, nil
-}
 
 // collectProducts collects rows of productsQuery, by SKU.
 func collectProducts(rows pgx.Rows) (map[string]Product, error) {
