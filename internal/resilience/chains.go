@@ -190,8 +190,10 @@ func EdgeChain(o EdgeOptions) Edge {
 //     once when full (put the vendor on its own pool), and of which batch
 //     and background work may hold only their share. A call refused
 //     here was never made, so it says nothing to the breaker.
-//  4. Breaker (budgeted): the dependency's circuit breaker (pair the
-//     budget with a breaker); while it is open, the call fails at once.
+//  4. Breaker (budgeted): the dependency's circuit breaker for the call's
+//     traffic class (pair the budget with a breaker); while it is open, the
+//     call fails at once. Each class keeps its own, so a batch job's
+//     timeouts cut off the batch job, never the shoppers beside it.
 //  5. Clip (pkg/deadline's client interceptor): the call's timeout is
 //     computed by deadline.Policy.Decide — budgeted: min(cap, remaining −
 //     margin), and a call with less than the floor left is not made;
@@ -230,7 +232,7 @@ func ClientChain(d *Outbound) grpc.UnaryClientInterceptor {
 				return call()
 			}
 			// 4. ... through the breaker.
-			return d.guard(ctx, method, call)
+			return d.guard(ctx, s, method, call)
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/internal/timing"
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // serveThrough runs handler behind the interceptor chain, as a gRPC
@@ -73,7 +74,7 @@ func TestModeSwitchMidRequestKeepsTheStartingMode(t *testing.T) {
 			}
 			ctx, rec := timing.WithRecorder(ctx)
 			sharedBefore, bulkheadBefore := shared.Pool().Stats().Acquired, shipping.bulkhead.Pool().Stats().Acquired
-			breakerBefore := shipping.Breaker().Window().Calls
+			breakerBefore := shipping.Breaker(deadline.Interactive).Window().Calls
 			if err := call(ctx, method, nil, nil, nil, ok); err != nil {
 				return nil, err
 			}
@@ -82,7 +83,7 @@ func TestModeSwitchMidRequestKeepsTheStartingMode(t *testing.T) {
 				mode: s.Mode, detached: ctx.Done() == nil,
 				sharedAcquired:   shared.Pool().Stats().Acquired - sharedBefore,
 				bulkheadAcquired: shipping.bulkhead.Pool().Stats().Acquired - bulkheadBefore,
-				breakerCalls:     shipping.Breaker().Window().Calls - breakerBefore,
+				breakerCalls:     shipping.Breaker(deadline.Interactive).Window().Calls - breakerBefore,
 			}
 			if hops := rec.Hops(); len(hops) == 1 {
 				got.hop = hops[0]

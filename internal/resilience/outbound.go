@@ -21,7 +21,8 @@ import (
 
 // Defaults of the outbound mechanisms, from the lessons: a bulkhead of 25
 // per dependency and a breaker that opens at 50% failures over the last 20
-// calls for 30 s (Drill 76); three attempts; backoff with full jitter.
+// calls for 30 s (Drill 76), one for each traffic class; three attempts;
+// backoff with full jitter.
 const (
 	DefaultBulkhead    = 25
 	DefaultAttempts    = 3
@@ -52,7 +53,8 @@ type OutboundOptions struct {
 	// Capacity means DefaultBulkhead. MaxWait bounds the wait for a slot
 	// (zero: fail at once when full); the budget bounds it too.
 	Bulkhead bulkhead.Settings
-	// Breaker configures the dependency's breaker (Name is set to Name).
+	// Breaker configures the dependency's breakers, one per traffic class
+	// (Name is set to Name).
 	Breaker breaker.Settings
 	// RetryBudget caps budgeted retries; nil gives the dependency its own.
 	RetryBudget *retry.Budget
@@ -68,12 +70,12 @@ type OutboundOptions struct {
 }
 
 // Outbound holds the mechanisms of one dependency — its bulkhead, its
-// breaker and its retry budget — which ClientChain applies, in its order,
+// breakers and its retry budget — which ClientChain applies, in its order,
 // to every call.
 type Outbound struct {
 	o        OutboundOptions
 	bulkhead *PoolRef
-	breaker  *breaker.Breaker
+	breakers classBreakers
 	budget   *retry.Budget
 	hooks    retry.Hooks
 	// capped and uncapped are step 5 of ClientChain with the caps
@@ -82,8 +84,8 @@ type Outbound struct {
 }
 
 // NewOutbound returns the mechanisms of one dependency, registers its pool
-// and breaker with the metrics, and resets them whenever the mode switches:
-// the state of one phase of the lab never leaks into the next.
+// and breakers with the metrics, and resets them whenever the mode
+// switches: the state of one phase of the lab never leaks into the next.
 func NewOutbound(o OutboundOptions) *Outbound {
 	if o.Bulkhead.Capacity <= 0 {
 		o.Bulkhead.Capacity = DefaultBulkhead
@@ -103,18 +105,18 @@ func NewOutbound(o OutboundOptions) *Outbound {
 	d := &Outbound{
 		o:        o,
 		bulkhead: NewPoolRef(o.Bulkhead, m),
-		breaker:  breaker.New(o.Breaker),
+		breakers: newClassBreakers(o.Breaker),
 		budget:   o.RetryBudget,
 	}
 	d.hooks = retry.Hooks{OnAttempt: func(ctx context.Context, attempt int) {
 		m.Attempt(ctx, o.Name, attempt > 1)
 	}}
-	_ = m.ObserveBreaker(o.Name, func() int { return int(d.breaker.State()) })
+	_ = m.ObserveBreaker(o.Name, func() int { return int(d.breakers.of(deadline.Interactive).State()) })
 	_ = m.ObserveCap(o.Name, func() time.Duration { return o.Settings.Load().Cap(o.Cap) })
 	d.capped, d.uncapped = d.newClip(o.Cap), d.newClip(0)
 	o.Settings.OnSwitch(func(mode.Settings) {
 		d.bulkhead.Reset()
-		d.breaker.Reset()
+		d.breakers.reset()
 		d.budget.Reset()
 	})
 	return d
@@ -143,8 +145,8 @@ func (d *Outbound) clip(ctx context.Context, s mode.Settings, method string, req
 	return d.capped(ctx, method, req, reply, cc, invoker, opts...)
 }
 
-// Breaker returns the dependency's breaker.
-func (d *Outbound) Breaker() *breaker.Breaker { return d.breaker }
+// Breaker returns the dependency's breaker for calls of traffic class c.
+func (d *Outbound) Breaker(c deadline.Class) *breaker.Breaker { return d.breakers.of(c) }
 
 // Attempts is how many times a call is tried in the mode s, at a layer
 // that retries blind in naive mode (naiveRetries) and is the one that
@@ -198,15 +200,17 @@ func (d *Outbound) acquire(ctx context.Context, s mode.Settings, method string) 
 	return pool, nil
 }
 
-// guard is step 4 of ClientChain: call, through the dependency's breaker.
-// An open breaker answers Unavailable at once, and the call is not retried.
-func (d *Outbound) guard(ctx context.Context, method string, call func() error) error {
-	err := d.breaker.Do(call)
+// guard is step 4 of ClientChain: call, through the dependency's breaker
+// for the call's traffic class (classbreakers.go). An open breaker answers
+// Unavailable at once, and the call is not retried.
+func (d *Outbound) guard(ctx context.Context, s mode.Settings, method string, call func() error) error {
+	b := d.breakers.of(s.Class(deadline.ClassOf(ctx)))
+	err := b.Do(call)
 	if errors.Is(err, breaker.ErrOpen) {
 		d.o.Metrics.Skipped(ctx, ReasonBreakerOpen)
 		rej := &Rejection{
 			Code: codes.Unavailable, Reason: ReasonBreakerOpen, Err: err,
-			Message: fmt.Sprintf("%s: circuit breaker open, retry after %v", d.o.Name, d.breaker.RetryAfter().Round(time.Second)),
+			Message: fmt.Sprintf("%s: circuit breaker open, retry after %v", d.o.Name, b.RetryAfter().Round(time.Second)),
 		}
 		d.record(ctx, method, timing.Hop{Outcome: ReasonBreakerOpen}, rej)
 		return retry.Permanent(rej)

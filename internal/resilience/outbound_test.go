@@ -16,6 +16,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/internal/timing"
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 func settings(m mode.Mode) *mode.Live {
@@ -105,8 +106,8 @@ func TestBreakerOpensAndFailsFast(t *testing.T) {
 	for range 4 {
 		_ = call(d, context.Background(), failing)
 	}
-	if d.Breaker().State() != breaker.Open {
-		t.Fatalf("breaker %v after 4 failures in a window of 4, want open", d.Breaker().State())
+	if d.Breaker(deadline.Interactive).State() != breaker.Open {
+		t.Fatalf("breaker %v after 4 failures in a window of 4, want open", d.Breaker(deadline.Interactive).State())
 	}
 	ctx, rec := timing.WithRecorder(context.Background())
 	err := call(d, ctx, failing)
@@ -123,8 +124,8 @@ func TestBreakerOpensAndFailsFast(t *testing.T) {
 
 	// A mode switch starts a new phase: the breaker is closed again.
 	live.Switch(live.Load())
-	if d.Breaker().State() != breaker.Closed {
-		t.Errorf("breaker %v after a switch, want closed", d.Breaker().State())
+	if d.Breaker(deadline.Interactive).State() != breaker.Closed {
+		t.Errorf("breaker %v after a switch, want closed", d.Breaker(deadline.Interactive).State())
 	}
 }
 

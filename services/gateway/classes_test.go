@@ -3,13 +3,13 @@ package gateway_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/pkg/deadline"
@@ -130,12 +130,7 @@ func TestExportWaitsOutAFullCatalog(t *testing.T) {
 	own.Resilience.Workers = 2
 	cfg.Catalog.Shared = own
 	cfg.Catalog.Faults = faults.Set{faults.CatalogListProducts: {Latency: 500 * time.Millisecond}}
-	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop() })
-	a := api{base: s.GatewayURL(), c: &http.Client{Timeout: 10 * time.Second}}
+	a, s := startShopWith(t, cfg)
 
 	// Two shoppers browsing hold both of catalog's workers for 500 ms.
 	for range 2 {
@@ -159,6 +154,14 @@ func TestExportWaitsOutAFullCatalog(t *testing.T) {
 
 // catalogInFlight reads catalog's worker pool's in-flight gauge.
 func catalogInFlight(t *testing.T, adminAddr string) float64 {
+	return sumMetric(t, adminAddr, func(line string) bool {
+		return strings.HasPrefix(line, `mercado_pool_in_flight{pool="workers"`)
+	})
+}
+
+// sumMetric adds up the samples of the metrics at adminAddr whose lines
+// match.
+func sumMetric(t *testing.T, adminAddr string, match func(line string) bool) float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + adminAddr + "/metrics")
 	if err != nil {
@@ -166,11 +169,75 @@ func catalogInFlight(t *testing.T, adminAddr string) float64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, `mercado_pool_in_flight{pool="workers"`) {
+	var sum float64
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if match(line) {
 			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			return v
+			sum += v
 		}
 	}
-	return 0
+	return sum
+}
+
+// An export whose pages time out on the gateway's cap to catalog opens
+// batch's breaker to catalog, not the one browsing passes: shoppers browse
+// on while it is open, and the exports wait it out, asking for their
+// pages again, and complete once catalog is quick again.
+func TestExportTimeoutsOpenOnlyBatchsBreaker(t *testing.T) {
+	const exports = 4
+	cfg := shop.EphemeralConfig()
+	own := cfg.Shared
+	own.Resilience.BreakerWindow = exports
+	own.Resilience.BreakerOpen = time.Second
+	cfg.Gateway.Shared = own
+	// A page takes longer than the gateway's 300 ms cap on a call to catalog.
+	cfg.Catalog.Faults = faults.Set{faults.CatalogExportCatalog: {Latency: 500 * time.Millisecond}}
+	a, s := startShopWith(t, cfg)
+	a.c.Timeout = 20 * time.Second
+
+	// The exports' first pages time out and fill batch's window.
+	done := make(chan response, exports)
+	for range exports {
+		go func() { done <- a.get(t, "/api/catalog/export", map[string]string{"X-Request-Class": "batch"}) }()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for gatewayBreakerOpens(t, s.Gateway.AdminAddr) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no breaker to catalog opened while %d exports' pages timed out", exports)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// Browsing passes its own breaker, closed.
+	for i := range 5 {
+		if r := a.get(t, "/api/products", nil); r.code != http.StatusOK {
+			t.Fatalf("browse %d while batch's breaker is open = %d %s, want 200", i+1, r.code, r.body)
+		}
+	}
+
+	// Catalog is quick again: the exports get their pages once batch's
+	// breaker lets one through.
+	if _, err := (admin.Client{URL: "http://" + s.Catalog.AdminAddr + "/"}).ClearFaults(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	for range exports {
+		r := <-done
+		if r.code != http.StatusOK {
+			t.Fatalf("export = %d %s, want 200", r.code, r.body)
+		}
+		if e := decode[gateway.Export](t, r); len(e.Products) != 6 || e.Refused < 1 {
+			t.Errorf("export = %d products, %d pages asked for again; want 6, and at least one", len(e.Products), e.Refused)
+		}
+	}
+	if opens := gatewayBreakerOpens(t, s.Gateway.AdminAddr); opens != 1 {
+		t.Errorf("breakers to catalog opened %v times, want once (batch's)", opens)
+	}
+}
+
+// gatewayBreakerOpens reads how often the gateway's breakers to catalog
+// opened.
+func gatewayBreakerOpens(t *testing.T, adminAddr string) float64 {
+	return sumMetric(t, adminAddr, func(line string) bool {
+		return strings.HasPrefix(line, "mercado_breaker_transitions_total{") && strings.Contains(line, `dep="catalog"`) && strings.Contains(line, `to="open"`)
+	})
 }

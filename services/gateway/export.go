@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/problem"
+	"github.com/mercado-lab/mercado/internal/resilience/breaker"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 )
@@ -22,9 +24,10 @@ import (
 // batch traffic (X-Request-Class: batch): a budget of minutes, and the
 // first work a full pool refuses. A page refused that way (catalog's
 // workers, or the gateway's bulkhead to catalog, already hold batch's
-// share) is asked for again after a jittered backoff, for as long as the
-// request's budget lasts: a batch job waits for the capacity shoppers
-// leave it, instead of failing.
+// share), refused by batch's own circuit breaker to catalog, or timed out
+// on the gateway's cap to catalog, is asked for again after a jittered
+// backoff, for as long as the request's budget lasts: a batch job waits
+// for the capacity shoppers leave it, instead of failing.
 
 // Export paging: the page size a client may ask for, and the backoff after
 // a refused page, from exportBackoffMin doubling to exportBackoffMax (full
@@ -39,7 +42,7 @@ const (
 type Export struct {
 	Products []Product `json:"products"`
 	// Pages is how many pages the export read; Refused how many times a
-	// page was refused for want of capacity and asked for again.
+	// page was turned away (askAgain) and asked for again.
 	Pages   int    `json:"pages"`
 	Refused int    `json:"refused"`
 	Class   string `json:"class"`
@@ -73,13 +76,13 @@ func (s *server) exportCatalog(w http.ResponseWriter, r *http.Request) {
 }
 
 // exportPage reads one page, asking again after a backoff while the page
-// is refused for want of capacity (ResourceExhausted) and the budget
-// leaves time for another try. It returns how often it was refused.
+// is turned away (askAgain) and the budget leaves time for another try.
+// It returns how often it was turned away.
 func (s *server) exportPage(ctx context.Context, size int, token string) (*catalogv1.ExportCatalogResponse, int, error) {
 	backoff := exportBackoffMin
 	for refused := 0; ; refused++ {
 		page, err := s.catalog.ExportCatalog(ctx, &catalogv1.ExportCatalogRequest{PageSize: int32(size), PageToken: token})
-		if apperr.GRPCCode(err) != codes.ResourceExhausted {
+		if !askAgain(err) {
 			return page, refused, err
 		}
 		wait := time.Duration(rand.Int64N(int64(backoff)) + 1)
@@ -93,6 +96,19 @@ func (s *server) exportPage(ctx context.Context, size int, token string) (*catal
 		}
 		backoff = min(2*backoff, exportBackoffMax)
 	}
+}
+
+// askAgain reports whether a page is worth asking for again: it was
+// refused before any work, for want of capacity (ResourceExhausted) or by
+// batch's breaker to catalog while it is open, or it timed out on the
+// gateway's cap to catalog, as a page does when the machine is busy. A
+// page is a read, so asking again changes nothing, and batch's own breaker
+// opens when its pages keep timing out: the asking never piles onto a slow
+// catalog, and never touches the breaker shoppers' calls pass.
+func askAgain(err error) bool {
+	return apperr.GRPCCode(err) == codes.ResourceExhausted ||
+		errors.Is(err, breaker.ErrOpen) ||
+		errors.Is(err, deadline.ErrCallTimeout)
 }
 
 // exportPageSize reads the page_size query parameter: 1 to 100, 50 when

@@ -34,7 +34,15 @@ type api struct {
 // when the test ends.
 func startShop(t *testing.T) api {
 	t.Helper()
-	s, err := shop.Start(context.Background(), shop.EphemeralConfig(), slog.New(slog.DiscardHandler))
+	a, _ := startShopWith(t, shop.EphemeralConfig())
+	return a
+}
+
+// startShopWith is startShop with the configuration cfg, and the shop
+// itself, for its admin addresses.
+func startShopWith(t *testing.T, cfg shop.Config) (api, *shop.Shop) {
+	t.Helper()
+	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("starting the shop: %v", err)
 	}
@@ -45,7 +53,7 @@ func startShop(t *testing.T) api {
 			t.Errorf("stopping the shop: %v", err)
 		}
 	})
-	return api{base: s.GatewayURL(), c: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	return api{base: s.GatewayURL(), c: &http.Client{Transport: tr, Timeout: 10 * time.Second}}, s
 }
 
 // response is what the gateway answered.
@@ -303,18 +311,7 @@ func TestCheckoutOutOfStock(t *testing.T) {
 func TestCheckoutDeclinedByTheFraudScreen(t *testing.T) {
 	cfg := shop.EphemeralConfig()
 	cfg.Payments.Faults = faults.Set{faults.PaymentsScreenOrder: {Latency: 50 * time.Millisecond}}
-	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("starting the shop: %v", err)
-	}
-	tr := &http.Transport{}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		if err := s.Stop(); err != nil {
-			t.Errorf("stopping the shop: %v", err)
-		}
-	})
-	a := api{base: s.GatewayURL(), c: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	a, _ := startShopWith(t, cfg)
 	before := decode[gateway.Product](t, a.get(t, "/api/products/tea-sencha", nil))
 
 	declined := checkoutBodyWith(func(c *gateway.CheckoutRequest) {
