@@ -111,10 +111,21 @@ var ServerFigureNames = map[string]func(f ServerFigures, service, method string)
 	"insufficient_budget_per_request": func(f ServerFigures, svc, _ string) float64 {
 		return f.InsufficientBudget[svc]
 	},
+	// duplicate_charges_per_request: the charges payments took beyond one
+	// per logical checkout (ServerFigures.DuplicateCharges) — what a blind
+	// retry without an idempotency key costs the customer. Service
+	// payments, which takes them.
+	"duplicate_charges_per_request": func(f ServerFigures, _, _ string) float64 {
+		return f.DuplicateCharges
+	},
 }
 
 // methodless are the server figures that count no particular method.
-var methodless = map[string]bool{"insufficient_budget_per_request": true}
+var methodless = map[string]bool{"insufficient_budget_per_request": true, "duplicate_charges_per_request": true}
+
+// figureService names the one service a server figure belongs to, for
+// the figures that only one service counts.
+var figureService = map[string]string{"duplicate_charges_per_request": faults.ServicePayments}
 
 // HopFigureNames are the figures of one hop (Service to Dep) over a span,
 // given the requests of the check's class sent in it; ok is false when
@@ -205,6 +216,8 @@ func (c Check) validate(s Scenario) error {
 		errs = append(errs, fmt.Errorf("figure %q: want one of %s", c.Figure, strings.Join(names, ", ")))
 	case server && !slices.Contains(faults.Services(), c.Service):
 		errs = append(errs, fmt.Errorf("figure %s needs a service, one of %s", c.Figure, faults.ServiceList()))
+	case server && figureService[c.Figure] != "" && c.Service != figureService[c.Figure]:
+		errs = append(errs, fmt.Errorf("figure %s is counted by %s: give service %s", c.Figure, figureService[c.Figure], figureService[c.Figure]))
 	case server && methodless[c.Figure] && c.Method != "":
 		errs = append(errs, fmt.Errorf("figure %s counts no particular method: drop method", c.Figure))
 	case hop && (!slices.Contains(faults.Services(), c.Service) || c.Dep == "" || c.Method != ""):

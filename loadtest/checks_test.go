@@ -33,7 +33,7 @@ func phasedResults() Results {
 	}}
 	// What payments counted in the faulty phase: per checkout, 27 calls
 	// naive, 2 budgeted (the browse requests are not in the divisor).
-	r.Modes[0].Phases[1].Server = ServerFigures{Calls: map[string]float64{"payments": 2700}}
+	r.Modes[0].Phases[1].Server = ServerFigures{Calls: map[string]float64{"payments": 2700}, DuplicateCharges: 12}
 	r.Modes[1].Phases[1].Server = ServerFigures{Calls: map[string]float64{"payments": 200},
 		MethodCalls: map[string]float64{"payments/CreateCharge": 110, "payments/ScreenOrder": 90}}
 	return r
@@ -57,6 +57,9 @@ func TestEvaluateChecks(t *testing.T) {
 		{"whole run", Check{Mode: "budgeted", Class: "browse", Figure: "success", AtLeast: ptr(0.99)}, true, 1, 0.99},
 		{"a service's calls per request of the class, in a phase", Check{Mode: "naive", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtLeast: ptr(20)}, true, 27, 20},
 		{"a service's calls per request, over the bound", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtMost: ptr(1.5)}, false, 2, 1.5},
+		{"duplicate charges per checkout", Check{Mode: "naive", Phase: "payments slow", Class: "checkout", Figure: "duplicate_charges_per_request", Service: "payments", AtLeast: ptr(0.1)}, true, 0.12, 0.1},
+		{"no duplicate charges, broken", Check{Mode: "naive", Phase: "payments slow", Class: "checkout", Figure: "duplicate_charges_per_request", Service: "payments", AtMost: ptr(0)}, false, 0.12, 0},
+		{"no duplicate charges, kept", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "duplicate_charges_per_request", Service: "payments", AtMost: ptr(0)}, true, 0, 0},
 		{"a service's calls per request, whole run", Check{Mode: "budgeted", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtMost: ptr(1.5)}, true, 0.5, 1.5},
 		{"one method's calls per request", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", Method: "CreateCharge", AtMost: ptr(1.5)}, true, 1.1, 1.5},
 	} {
@@ -78,8 +81,8 @@ func TestEvaluateCheckWithoutItsFigureFails(t *testing.T) {
 	if got.Pass || !strings.Contains(got.Error, "budgeted did not run") {
 		t.Errorf("got %+v, want a failed check saying the mode did not run", got)
 	}
-	if r.Checks = []CheckResult{got}; r.Passed() {
-		t.Error("Passed() with a failed check")
+	if r.Conclude([]Check{{Name: "x", Mode: "budgeted", Class: "checkout", Figure: "goodput", AtLeast: ptr(1)}}); r.Verdict != VerdictFail {
+		t.Errorf("verdict %s with a failed check on valid runs, want FAIL", r.Verdict)
 	}
 }
 
@@ -106,6 +109,8 @@ checks:
 		`  - {name: a, mode: budgeted, class: checkout, figure: goodput, service: payments, at_least: 1}`:                                   "drop service",
 		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, service: payments, method: CreateCharge, at_most: 1.5}`:  "",
 		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, service: payments, method: /x/CreateCharge, at_most: 1}`: "short name",
+		`  - {name: a, mode: budgeted, class: checkout, figure: duplicate_charges_per_request, service: payments, at_most: 0}`:              "",
+		`  - {name: a, mode: budgeted, class: checkout, figure: duplicate_charges_per_request, service: orders, at_most: 0}`:                "give service payments",
 	} {
 		_, err := ParseScenario([]byte(base + check))
 		switch {
@@ -154,7 +159,7 @@ func TestPhasesKeepTheirSchedule(t *testing.T) {
 		},
 	}
 	start := time.Now()
-	runs, invalid, err := runPhases(context.Background(), sc, quietShop{srv.URL}, start, mode.Naive, "k", "none")
+	runs, invalid, err := runPhases(context.Background(), sc, quietShop{srv.URL}, start, mode.Naive, "k", "none", DefaultValidity().MinAchieved)
 	if err != nil {
 		t.Fatal(err)
 	}

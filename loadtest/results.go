@@ -19,6 +19,10 @@ type Results struct {
 	Modes     []ModeResult `json:"modes"`
 	// Checks are the scenario's claims, measured against this run.
 	Checks []CheckResult `json:"checks,omitempty"`
+	// Verdict weighs the checks and the modes' validity (Conclude):
+	// INVALID when a mode's run was, else FAIL when a check failed, else
+	// PASS.
+	Verdict Verdict `json:"verdict,omitempty"`
 	// Settings are what the run was asked to do and where it ran.
 	Settings RunSettings `json:"settings"`
 }
@@ -50,16 +54,6 @@ type ClassSetting struct {
 	DeadlineMS float64 `json:"deadline_ms"`
 }
 
-// Passed reports whether every check passed (true when there are none).
-func (r Results) Passed() bool {
-	for _, c := range r.Checks {
-		if !c.Pass {
-			return false
-		}
-	}
-	return true
-}
-
 // ModeResult is one mode's run of the scenario.
 type ModeResult struct {
 	Mode string `json:"mode"`
@@ -67,6 +61,8 @@ type ModeResult struct {
 	// says why.
 	Valid   bool   `json:"valid"`
 	Invalid string `json:"invalid,omitempty"`
+	// Advice, on an invalid run, says what to do about it.
+	Advice string `json:"advice,omitempty"`
 	// ScheduleLag is how late the generator sent the requests, against
 	// the time its schedule gave each one: the measure of whether the
 	// run is valid (a p99 above 10 ms is not).

@@ -33,14 +33,18 @@ type RunOptions struct {
 	// CPU, when set, reads the shop's CPU time (in-process runs), for CPU
 	// seconds per good checkout.
 	CPU func() time.Duration
+	// Validity, when set, is the rule the runs are held to instead of
+	// DefaultValidity (a test's way to make a run INVALID on purpose).
+	Validity *Validity
 }
 
-// Schedule limits: a run whose generator fell behind is not a measurement
-// of the shop.
-const (
-	minAchieved = 0.99
-	maxLagP99   = 10 * time.Millisecond
-)
+// validity is the rule o holds the runs to.
+func (o RunOptions) validity() Validity {
+	if o.Validity != nil {
+		return *o.Validity
+	}
+	return DefaultValidity()
+}
 
 // RunScenario runs sc against shop once per mode, switching the whole shop
 // between modes.
@@ -61,7 +65,7 @@ func RunScenario(ctx context.Context, sc Scenario, shop Shop, o RunOptions) (Res
 		}
 		res.Modes = append(res.Modes, mr)
 	}
-	res.Checks = Evaluate(sc.Checks, res)
+	res.Conclude(sc.Checks)
 	return res, nil
 }
 
@@ -106,7 +110,8 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	progressDone := make(chan struct{})
 	go reportProgress(string(m), start, sc.Length(), o.Progress, progressDone)
 
-	phased, invalid, err := runPhases(ctx, sc, shop, start, m, fmt.Sprintf("%s-%s", m, nonce), orderID)
+	rule := o.validity()
+	phased, invalid, err := runPhases(ctx, sc, shop, start, m, fmt.Sprintf("%s-%s", m, nonce), orderID, rule.MinAchieved)
 	if err != nil {
 		close(progressDone)
 		stopSampling()
@@ -169,8 +174,8 @@ func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce str
 	}
 	slices.Sort(lags)
 	mr.ScheduleLag = Lag{P50MS: ms(Percentile(lags, 50)), P99MS: ms(Percentile(lags, 99)), MaxMS: ms(Percentile(lags, 100))}
-	if lag := Percentile(lags, 99); lag > maxLagP99 {
-		invalid = append(invalid, fmt.Sprintf("schedule lag p99 %v (more than %v)", lag.Round(time.Microsecond), maxLagP99))
+	if lag := Percentile(lags, 99); lag > rule.MaxLagP99 {
+		invalid = append(invalid, fmt.Sprintf("schedule lag p99 %v (more than %v)", lag.Round(time.Microsecond), rule.MaxLagP99))
 	}
 	if len(invalid) > 0 {
 		mr.Valid, mr.Invalid = false, strings.Join(invalid, "; ")
@@ -258,8 +263,8 @@ type phaseRun struct {
 // for. (Waiting for them would pause the arrivals between phases — the
 // load would turn closed-loop exactly when the shop is slowest.) Faults
 // change at each phase's start. It reports every phase whose generator
-// sent less than its schedule asked.
-func runPhases(ctx context.Context, sc Scenario, shop Shop, start time.Time, m mode.Mode, keyPrefix, orderID string) ([]phaseRun, []string, error) {
+// sent less than minAchieved of what its schedule asked.
+func runPhases(ctx context.Context, sc Scenario, shop Shop, start time.Time, m mode.Mode, keyPrefix, orderID string, minAchieved float64) ([]phaseRun, []string, error) {
 	out := make([]phaseRun, len(sc.Phases))
 	errs := make([]error, len(sc.Phases))
 	var wg sync.WaitGroup

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func TestEachPhaseCountsItsOwn(t *testing.T) {
 			{Name: "fast", Duration: Duration(time.Second), Rates: map[string]float64{"browse": 40}},
 		},
 	}
-	runs, _, err := runPhases(context.Background(), sc, countingShop{quietShop{srv.URL}, &received}, time.Now(), mode.Naive, "k", "none")
+	runs, _, err := runPhases(context.Background(), sc, countingShop{quietShop{srv.URL}, &received}, time.Now(), mode.Naive, "k", "none", DefaultValidity().MinAchieved)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,49 @@ func TestModeResultReportsScheduleLag(t *testing.T) {
 	if l.MaxMS <= 0 || l.P50MS > l.P99MS || l.P99MS > l.MaxMS {
 		t.Errorf("schedule lag %+v: want 0 < max and p50 ≤ p99 ≤ max", l)
 	}
-	if l.P99MS > float64(maxLagP99/time.Millisecond) && m.Valid {
+	if l.P99MS > float64(DefaultValidity().MaxLagP99/time.Millisecond) && m.Valid {
 		t.Errorf("a run with schedule lag p99 %.1f ms is marked valid", l.P99MS)
+	}
+}
+
+// A run is held to the validity it is given: one that allows no lag at
+// all is INVALID, says why and what to do, and its verdict is INVALID
+// although its check passed; under a rule any lag meets the same run is
+// valid and passes.
+func TestRunIsHeldToItsValidity(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	sc := Scenario{
+		Name: "strict", Modes: []mode.Mode{mode.Budgeted}, Deadline: Duration(time.Second),
+		Classes: map[string]ClassSpec{"browse": {Rate: 20}},
+		Phases:  []Phase{{Name: "only", Duration: Duration(time.Second)}},
+		Checks:  []Check{{Name: "browsing answers", Mode: "budgeted", Class: "browse", Figure: "success", AtLeast: ptr(0.5)}},
+	}
+	anyLag := Validity{MinAchieved: DefaultValidity().MinAchieved, MaxLagP99: time.Hour}
+	noLag := Validity{MinAchieved: DefaultValidity().MinAchieved, MaxLagP99: -time.Hour}
+	for _, tc := range []struct {
+		name     string
+		validity *Validity
+		want     Verdict
+	}{
+		{"any lag allowed", &anyLag, VerdictPass},
+		{"no lag allowed", &noLag, VerdictInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := RunScenario(context.Background(), sc, quietShop{srv.URL}, RunOptions{Validity: tc.validity})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := res.Modes[0]
+			if res.Verdict != tc.want || len(res.Checks) != 1 || !res.Checks[0].Pass {
+				t.Fatalf("verdict %s with checks %+v, want %s with the check passed (lag %+v, invalid %q)", res.Verdict, res.Checks, tc.want, m.ScheduleLag, m.Invalid)
+			}
+			if tc.want != VerdictInvalid {
+				return
+			}
+			if m.Valid || !strings.Contains(m.Invalid, "schedule lag p99") || !strings.Contains(m.Advice, m.Invalid) || !strings.Contains(m.Advice, "Close other programs") {
+				t.Errorf("valid=%v invalid=%q advice=%q: want INVALID, the lag named, and what to do", m.Valid, m.Invalid, m.Advice)
+			}
+		})
 	}
 }

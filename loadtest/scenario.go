@@ -110,6 +110,11 @@ type ClassSpec struct {
 type Phase struct {
 	Name     string   `yaml:"name"`
 	Duration Duration `yaml:"duration"`
+	// Quick, when set, is the phase's length in a quick run instead of a
+	// fifth of Duration: the least that lets the fault's effect build (a
+	// queue fill, a breaker's open time run out), so that a quick run's
+	// checks decide as the full run's do.
+	Quick Duration `yaml:"quick"`
 	// Rates override the classes' rates during this phase.
 	Rates map[string]float64 `yaml:"rates"`
 	// Faults are each service's fault specs in force during the phase, in
@@ -282,6 +287,9 @@ func (s Scenario) Validate() error {
 		if p.Duration <= 0 {
 			errs = append(errs, fmt.Errorf("phase %d (%s): duration must be positive", i, p.Name))
 		}
+		if p.Quick < 0 || p.Quick > p.Duration {
+			errs = append(errs, fmt.Errorf("phase %d (%s): quick %v is outside 0 to its duration %v", i, p.Name, time.Duration(p.Quick), time.Duration(p.Duration)))
+		}
 		for c := range p.Rates {
 			if _, ok := s.Classes[c]; !ok {
 				errs = append(errs, fmt.Errorf("phase %s: rate for unknown class %q", p.Name, c))
@@ -334,18 +342,23 @@ func (s Scenario) DeadlineOf(kind string) time.Duration {
 	return time.Duration(s.Deadline)
 }
 
-// Quick shortens every phase to a fifth (at least one second), for CI.
+// Quick shortens every phase to its own quick length, or else to a fifth
+// (at least one second): a run a trainer or CI can afford whose checks
+// still decide as the full run's do.
 func (s Scenario) Quick() Scenario {
 	phases := make([]Phase, len(s.Phases))
 	for i, p := range s.Phases {
 		p.Duration = max(p.Duration/5, Duration(time.Second))
+		if p.Quick > 0 {
+			p.Duration = p.Quick
+		}
 		phases[i] = p
 	}
 	s.Phases = phases
 	return s
 }
 
-// Duration is the run's length per mode.
+// Length is the run's length per mode.
 func (s Scenario) Length() time.Duration {
 	var d time.Duration
 	for _, p := range s.Phases {

@@ -131,3 +131,43 @@ phases:
 		t.Errorf("a scenario with no network faults: UsesNetwork %t (%v), want false", sc.UsesNetwork(), err)
 	}
 }
+
+// A quick run shortens each phase to its own quick length where it
+// declares one (the least that lets its fault's effect build), else to a
+// fifth of it, at least a second; a quick length longer than the phase,
+// or negative, is refused.
+func TestScenarioQuickHonoursAPhasesOwnLength(t *testing.T) {
+	sc, err := ParseScenario([]byte(`name: x
+deadline: 1s
+classes: {checkout: {rate: 10}}
+phases:
+  - {name: calm, duration: 10s}
+  - {name: slow, duration: 30s, quick: 12s}
+  - {name: short, duration: 3s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := sc.Quick()
+	var got []time.Duration
+	for _, p := range q.Phases {
+		got = append(got, time.Duration(p.Duration))
+	}
+	if want := []time.Duration{2 * time.Second, 12 * time.Second, time.Second}; !slices.Equal(got, want) {
+		t.Errorf("quick phases %v, want %v (a fifth, the phase's own quick, at least 1 s)", got, want)
+	}
+	if q.Length() != 15*time.Second || sc.Length() != 43*time.Second {
+		t.Errorf("quick length %v of %v, want 15s of 43s", q.Length(), sc.Length())
+	}
+
+	base := "name: x\ndeadline: 1s\nclasses: {checkout: {rate: 10}}\nphases: [{name: slow, duration: 10s, quick: %s}]\n"
+	for quick, want := range map[string]string{
+		"11s": "phase 0 (slow): quick 11s is outside 0 to its duration 10s",
+		"-1s": "phase 0 (slow): quick -1s is outside 0 to its duration 10s",
+	} {
+		_, err := ParseScenario([]byte(strings.Replace(base, "%s", quick, 1)))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("quick: %s: got %v, want an error containing %q", quick, err, want)
+		}
+	}
+}
