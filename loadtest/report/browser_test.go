@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/mercado-lab/mercado/internal/slowtest"
 	"github.com/mercado-lab/mercado/loadtest"
 )
 
@@ -30,6 +31,7 @@ func chromiumPage(t *testing.T, r loadtest.Results, width, height int64) (contex
 // chromiumPageOf is chromiumPage for the page write writes.
 func chromiumPageOf(t *testing.T, write func(io.Writer) error, width, height int64) (context.Context, func() []string) {
 	t.Helper()
+	slowtest.Require(t, "Chromium")
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("CI") != "" {

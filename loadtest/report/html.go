@@ -44,6 +44,8 @@ type htmlReport struct {
 	Mechanisms mechanismTable
 	// Lead, when set, is a lab's own summary above the rest.
 	Lead *Lead
+	// Verdict is the run's verdict in words (verdictLine).
+	Verdict string
 }
 
 type htmlRun struct {
@@ -79,14 +81,14 @@ const (
 )
 
 func newHTMLReport(r loadtest.Results) htmlReport {
-	rep := htmlReport{Results: r, Table: compareModes(r)}
+	rep := htmlReport{Results: r, Table: compareModes(r), Verdict: VerdictLine(r)}
 	rep.Table.Server.Title = "" // the page's heading says it
 	modes := rep.Table.Modes
 	for _, m := range modes {
 		run := htmlRun{Mode: m.Mode, Valid: m.Valid, Phases: m.Phases, Duration: fmt.Sprintf("%.0f s", runLength(m)), Lag: lagText(m.ScheduleLag)}
 		if !m.Valid {
 			run.Reason = invalidReason(m)
-			rep.Invalid = append(rep.Invalid, m.Mode+": "+run.Reason)
+			rep.Invalid = append(rep.Invalid, InvalidLine(m))
 		}
 		rep.Runs = append(rep.Runs, run)
 	}
@@ -432,7 +434,7 @@ ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 
 </header>
 {{with .Story}}<section id="story">
 <p class="verdict" id="verdict">{{.Verdict}}</p>
-{{with .Caveat}}<p class="caveat">{{.}}</p>
+{{range .Caveats}}<p class="caveat">{{.}}</p>
 {{end}}<div class="headlines" id="headlines">
 {{range .Figures}}<div class="headline">
 <div class="label">{{.Label}}</div>
@@ -475,7 +477,7 @@ ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 
 {{end}}</tbody>
 </table>{{end}}{{end}}
 </section>
-{{range .Invalid}}<p class="invalid">INVALID run: {{.}}. Its figures measure the load generator as much as the shop.</p>
+{{range .Invalid}}<p class="invalid">{{.}}.</p>
 {{end}}
 {{with .Checks}}<section id="checks">
 <h2>Checks</h2>
@@ -485,6 +487,7 @@ ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 
 {{range .}}<tr><td>{{if .Pass}}<span class="ok">PASS</span>{{else}}<span class="bad">FAIL</span>{{end}}</td><td>{{.Name}}</td><td>{{.Describe}}</td></tr>
 {{end}}</tbody>
 </table>
+{{with $.Verdict}}<p id="checks-verdict" class="{{if eq $.Results.Verdict "PASS"}}ok{{else}}bad{{end}}"><strong>Verdict:</strong> {{.}}</p>{{end}}
 </section>{{end}}
 <section id="runs">
 <h2>Runs</h2>

@@ -250,11 +250,22 @@ func TestWriteHTML(t *testing.T) {
 		}
 	})
 
+	t.Run("the checks' verdict is coloured by the verdict", func(t *testing.T) {
+		for v, class := range map[loadtest.Verdict]string{loadtest.VerdictPass: "ok", loadtest.VerdictFail: "bad", loadtest.VerdictInvalid: "bad"} {
+			r := sampleResults()
+			r.Checks = []loadtest.CheckResult{{Check: loadtest.Check{Name: "budgeted succeeds", AtLeast: new(0.8)}, Pass: v == loadtest.VerdictPass, Value: 0.9, Bound: 0.8}}
+			r.Verdict = v
+			if want := `<p id="checks-verdict" class="` + class + `">`; !strings.Contains(renderHTML(t, r), want) {
+				t.Errorf("verdict %s: page lacks %q", v, want)
+			}
+		}
+	})
+
 	t.Run("content", func(t *testing.T) {
 		for _, want := range []string{
 			"slow-payments", "Payments answer in 2 s", "2026-03-01T09:30:00Z",
 			"naive", "budgeted", "checkout", "browse",
-			"INVALID run: budgeted: generator fell behind: schedule lag p99 14ms",
+			"budgeted run INVALID: generator fell behind: schedule lag p99 14ms: the load generator fell behind its schedule on a busy machine. Close other programs",
 			"schedule lag", "p50 1.2 ms, p99 14.0 ms, max 31.5 ms",
 			"fault: payments slow",
 			"budgeted/naive", ">0.33×<", ">1.58×<", ">1/302<", // p99 and success of checkout, late work
@@ -304,7 +315,7 @@ func TestWriteTable(t *testing.T) {
 	lines := strings.Split(out, "\n")
 	for _, want := range []string{
 		"Scenario: slow-payments",
-		"!!! budgeted run INVALID: generator fell behind: schedule lag p99 14ms",
+		"!!! budgeted run INVALID: generator fell behind: schedule lag p99 14ms: the load generator fell behind its schedule on a busy machine. Close other programs",
 		"Schedule lag, budgeted: p50 1.2 ms, p99 14.0 ms, max 31.5 ms",
 		"budgeted (INVALID)",
 		"budgeted/naive",
@@ -441,6 +452,8 @@ func ExampleWriteTable() {
 			{Mode: "naive", Valid: false, Invalid: "sent 90 of 100 checkout requests", Classes: []loadtest.Summary{{Class: "checkout", Requests: 90, SuccessRatio: 0.5, Goodput: 4.5, P50MS: 80, P99MS: 2000, MaxMS: 2500}},
 				Server: loadtest.ServerFigures{LateCompletions: 40}, ScheduleLag: loadtest.Lag{P50MS: 0.3, P99MS: 2.6, MaxMS: 8.8}},
 		},
+		Checks:  []loadtest.CheckResult{{Check: loadtest.Check{Name: "budgeted succeeds", AtLeast: new(0.8)}, Pass: true, Value: 0.9, Bound: 0.8}},
+		Verdict: loadtest.VerdictInvalid,
 	})
 	// Output:
 	// Scenario: demo
@@ -448,7 +461,7 @@ func ExampleWriteTable() {
 	// Schedule lag, naive: p50 0.3 ms, p99 2.6 ms, max 8.8 ms
 	// Schedule lag, budgeted: p50 0.2 ms, p99 1.4 ms, max 3.1 ms
 	//
-	// !!! naive run INVALID: sent 90 of 100 checkout requests
+	// !!! naive run INVALID: sent 90 of 100 checkout requests: the load generator fell behind its schedule on a busy machine. Close other programs and run it again, or lower the rates (or run a shorter scenario)
 	//
 	//                             naive (INVALID)   budgeted   budgeted/naive
 	// checkout
@@ -465,6 +478,11 @@ func ExampleWriteTable() {
 	//   pool rejections                         0          0                -
 	//   retries                                 0          5                -
 	//   duplicate charges                       0          0                -
+	//
+	// Checks
+	//   PASS  budgeted succeeds: 0.9 ≥ 0.8
+	//
+	// Verdict: INVALID: the load generator fell behind its schedule, so the checks are not a measurement (see the INVALID run above)
 }
 
 // hasRow reports whether some line holds exactly these cells, separated

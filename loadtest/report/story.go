@@ -15,8 +15,9 @@ import (
 // the results.
 type story struct {
 	Verdict string
-	// Caveat names the modes whose runs were invalid.
-	Caveat  string
+	// Caveats are the invalid runs, each with what made it invalid and
+	// what to do, as the table says them.
+	Caveats []string
 	Figures []headline
 	Chart   chartFigure
 }
@@ -114,14 +115,10 @@ func newStory(r loadtest.Results, modes []loadtest.ModeResult, goodput chartFigu
 		return nil
 	}
 	st := &story{Chart: goodput}
-	var invalid []string
 	for _, m := range modes {
 		if !m.Valid {
-			invalid = append(invalid, m.Mode)
+			st.Caveats = append(st.Caveats, InvalidLine(m))
 		}
-	}
-	if len(invalid) > 0 {
-		st.Caveat = "INVALID run (" + strings.Join(invalid, ", ") + "): the generator fell behind its schedule, so these figures measure it as much as the shop; see below."
 	}
 
 	w := runWindow(modes)

@@ -48,8 +48,8 @@ func TestStoryTellsTheFaultPhase(t *testing.T) {
 	if st.Figures[0].Words != "2.6× more" || st.Figures[1].Words != "within the deadline" {
 		t.Errorf("words %q, %q", st.Figures[0].Words, st.Figures[1].Words)
 	}
-	if !strings.Contains(st.Caveat, "INVALID run (budgeted)") {
-		t.Errorf("caveat %q does not name the invalid run", st.Caveat)
+	if len(st.Caveats) != 1 || !strings.HasPrefix(st.Caveats[0], "budgeted run INVALID: ") || !strings.Contains(st.Caveats[0], "Close other programs") {
+		t.Errorf("caveats %q: want one, naming the invalid run and what to do", st.Caveats)
 	}
 	if !strings.Contains(string(st.Chart.SVG), `<rect class="fault"`) {
 		t.Error("the first screen's goodput chart has no fault band")

@@ -14,9 +14,10 @@ import (
 
 // WriteTable prints the run as a terminal table: per class, then the
 // servers' own figures, one column per mode and the ratio of the
-// budgeted mode to the naive one. A mode whose run is invalid is marked
-// INVALID with its reason above the table and in its column's heading:
-// its figures measure the generator as much as the shop.
+// budgeted mode to the naive one, then the checks and the verdict. A
+// mode whose run is invalid is marked INVALID, with its reason and what
+// to do, above the table and in its column's heading: its figures
+// measure the generator as much as the shop.
 func WriteTable(w io.Writer, r loadtest.Results) {
 	c := compareModes(r)
 	fmt.Fprintf(w, "Scenario: %s\n", oneLine(r.Scenario))
@@ -41,7 +42,7 @@ func WriteTable(w io.Writer, r loadtest.Results) {
 	for _, m := range c.Modes {
 		if !m.Valid {
 			invalid = true
-			fmt.Fprintf(w, "!!! %s run INVALID: %s\n", oneLine(m.Mode), invalidReason(m))
+			fmt.Fprintf(w, "!!! %s\n", InvalidLine(m))
 		}
 	}
 	if invalid {
@@ -103,21 +104,51 @@ func WriteTable(w io.Writer, r loadtest.Results) {
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
 	writeChecks(w, r.Checks)
+	if v := VerdictLine(r); v != "" {
+		fmt.Fprintf(w, "\nVerdict: %s\n", v)
+	}
 }
 
 // writeChecks prints the scenario's claims, PASS or FAIL each.
 func writeChecks(w io.Writer, checks []loadtest.CheckResult) {
-	if len(checks) == 0 {
-		return
+	if len(checks) > 0 {
+		WriteClaims(w, "Checks", Claims(checks))
 	}
-	fmt.Fprintln(w, "\nChecks")
-	for _, c := range checks {
-		verdict := "PASS"
-		if !c.Pass {
-			verdict = "FAIL"
-		}
-		fmt.Fprintf(w, "  %s  %s: %s\n", verdict, oneLine(c.Name), c.Describe())
+}
+
+// Claim is one check as a lab prints it: the claim in words, whether it
+// held, and what was measured.
+type Claim struct {
+	Name string
+	Pass bool
+	Got  string
+}
+
+// Claims are measured checks as a lab prints them.
+func Claims(checks []loadtest.CheckResult) []Claim {
+	out := make([]Claim, len(checks))
+	for i, c := range checks {
+		out[i] = Claim{Name: oneLine(c.Name), Pass: c.Pass, Got: c.Describe()}
 	}
+	return out
+}
+
+// WriteClaims prints claims under title, PASS or FAIL each: every lab's
+// checks read alike.
+func WriteClaims(w io.Writer, title string, claims []Claim) {
+	fmt.Fprintln(w, "\n"+title)
+	for _, c := range claims {
+		fmt.Fprintf(w, "  %s\n", c)
+	}
+}
+
+// String is the claim's line: "PASS  name: what was measured", or FAIL.
+func (c Claim) String() string {
+	verdict := "PASS"
+	if !c.Pass {
+		verdict = "FAIL"
+	}
+	return verdict + "  " + c.Name + ": " + c.Got
 }
 
 // classSection is one class's figures across the modes (nil where a
