@@ -124,13 +124,12 @@ func (n *Network) Set(name string, spec Spec) error {
 		return err
 	}
 	p := l.proxy
-	if l.spec.Has(Stall) {
-		// A stall's connections are closed before its toxic goes: with
-		// the toxic in place they drain cleanly, while removing it from a
-		// live connection leaves that connection's pipeline stuck for
-		// good. The port opens again below.
-		p.Stop()
-	}
+	// Removing a stall's toxic closes the connections it held (Toxiproxy's
+	// timeout toxic closes its stream as it goes), while the port stays
+	// open: the callers connect again at once, as after a reset on a real
+	// network. A port closed and opened again instead refuses the callers
+	// that are quicker than it, and gRPC then backs off for a second,
+	// failing every call meanwhile.
 	p.Toxics.ResetToxics(context.Background())
 	l.spec = Spec{}
 	if spec.Has(Down) {
@@ -218,7 +217,7 @@ func (n *Network) Close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, l := range n.links {
-		l.proxy.Stop() // the toxics stay: see Set
+		l.proxy.Stop()
 	}
 }
 

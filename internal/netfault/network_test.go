@@ -189,6 +189,47 @@ func TestStall(t *testing.T) {
 	}
 }
 
+// TestStallClearsIntoAnOpenPort: clearing a stall ends the calls held on
+// it (Unavailable: their connection closes), and the port never refuses.
+// A caller that tries again at once, as a retry does, connects and is
+// answered; a port that refused that connection, even for a moment, would
+// fail it too and leave gRPC backing off for a second, failing every
+// call meanwhile. A stall on either way, or on both, clears the same.
+func TestStallClearsIntoAnOpenPort(t *testing.T) {
+	for _, spec := range []string{"stall", "stall,direction=up", "stall,direction=down"} {
+		t.Run(spec, func(t *testing.T) { stallClears(t, spec) })
+	}
+}
+
+func stallClears(t *testing.T, spec string) {
+	n, c := proxied(t, 0)
+	set(t, n, spec)
+	const held = 20
+	type outcome struct{ held, again error }
+	done := make(chan outcome, held)
+	for range held {
+		go func() {
+			var o outcome
+			_, o.held = check(c, 10*time.Second)
+			_, o.again = check(c, 5*time.Second)
+			done <- o
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // the calls are on the stalled connection
+	if err := n.Clear(netfault.OrdersShipping); err != nil {
+		t.Fatal(err)
+	}
+	for range held {
+		o := <-done
+		if status.Code(o.held) != codes.Unavailable {
+			t.Errorf("a call held by the stall, after Clear: %v, want Unavailable", o.held)
+		}
+		if o.again != nil {
+			t.Errorf("the call tried again at once: %v, want an answer", o.again)
+		}
+	}
+}
+
 // TestReset: the connection is reset; the call fails Unavailable, at once.
 func TestReset(t *testing.T) {
 	n, c := proxied(t, 0)
