@@ -28,12 +28,11 @@ type FanoutConfig struct {
 // DefaultFanout is the exercise: a 900 ms deadline; catalog takes 250 ms
 // and the fraud screen 300 ms, independent of each other; payments takes
 // 500 ms and needs both; shipping is fast. In series the worst case is
-// 1050 ms; with catalog ∥ fraud it is max(250, 300) + 500 = 800 ms.
-//
-// The margin is replayMargin.
+// 1050 ms; with catalog ∥ fraud it is max(250, 300) + 500 = 800 ms. The
+// margin and the floor are the services' defaults.
 func DefaultFanout() FanoutConfig {
 	return FanoutConfig{
-		Deadline: 900 * time.Millisecond, Margin: replayMargin, Floor: serve.DefaultFloor,
+		Deadline: 900 * time.Millisecond, Margin: serve.DefaultMargin, Floor: serve.DefaultFloor,
 		CatalogCap: 300 * time.Millisecond, FraudCap: 400 * time.Millisecond,
 		PaymentsCap: 800 * time.Millisecond, ShippingCap: 300 * time.Millisecond,
 		CatalogLatency: 250 * time.Millisecond, FraudLatency: 300 * time.Millisecond,
@@ -287,7 +286,7 @@ func writeFanoutRun(w io.Writer, title, timeoutLabel string, run FanoutRun, cfg 
 		}
 		note := ""
 		if budgeted && h.TimeoutMS > 0 && time.Duration(h.TimeoutMS)*time.Millisecond < cfg.hopCap(h.Name) {
-			note = "  <- clipped by the budget"
+			note = "\n            " + clipSum(cfg.hopCap(h.Name), cfg.Deadline, cfg.Margin, h.StartMS, h.TimeoutMS) + "  <- clipped by the budget"
 		}
 		fmt.Fprintf(w, "  %-9s %s=%5d ms  start=%5d ms  took %5d ms (%s)%s\n",
 			h.Name, timeoutLabel, h.TimeoutMS, h.StartMS, h.TookMS, h.Outcome, note)

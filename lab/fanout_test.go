@@ -11,14 +11,6 @@ import (
 	"time"
 )
 
-// testFanout is the exercise with a margin wide enough for the answer's
-// way back under the race detector (as testLesson7).
-func testFanout() FanoutConfig {
-	cfg := DefaultFanout()
-	cfg.Margin = 10 * time.Millisecond
-	return cfg
-}
-
 // TestFanoutReplaysExercise2: in series the work sums past the deadline
 // (naive: over it; budgeted: payments clipped to what is left), and with
 // catalog and the fraud screen at once it costs the slower of the two
@@ -26,7 +18,8 @@ func testFanout() FanoutConfig {
 // order: in series each starts where the previous ended; in parallel
 // catalog and fraud start together and payments once the slower is done.
 func TestFanoutReplaysExercise2(t *testing.T) {
-	cfg := testFanout()
+	t.Parallel()
+	cfg := DefaultFanout()
 	res, err := Fanout(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

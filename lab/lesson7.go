@@ -26,11 +26,11 @@ type Lesson7Config struct {
 
 // DefaultLesson7 is the lesson's run: a 1200 ms deadline; catalog (cap 300)
 // takes 280, payments (cap 800) takes 760, and shipping (cap 300) is
-// degraded: its carrier hangs far past any cap. The floor is the services'
-// default; the margin is replayMargin.
+// degraded: its carrier hangs far past any cap. The margin and the floor
+// are the services' defaults.
 func DefaultLesson7() Lesson7Config {
 	return Lesson7Config{
-		Deadline: 1200 * time.Millisecond, Margin: replayMargin, Floor: serve.DefaultFloor,
+		Deadline: 1200 * time.Millisecond, Margin: serve.DefaultMargin, Floor: serve.DefaultFloor,
 		CatalogCap: 300 * time.Millisecond, PaymentsCap: 800 * time.Millisecond, ShippingCap: 300 * time.Millisecond,
 		CatalogLatency: 280 * time.Millisecond, PaymentsLatency: 760 * time.Millisecond, ShippingLatency: 5 * time.Second,
 	}
@@ -248,6 +248,13 @@ func capOf(cfg Lesson7Config, name string) time.Duration {
 	return cfg.ShippingCap
 }
 
+// clip writes out how the budget set the timeout of h, a hop it clipped
+// (clipSum); the hop started when the chain had taken all but its own
+// time.
+func (cfg Lesson7Config) clip(h HopResult) string {
+	return clipSum(capOf(cfg, h.Name), cfg.Deadline, cfg.Margin, h.ElapsedMS-h.TookMS, h.TimeoutMS)
+}
+
 // WriteJSON writes r as indented JSON.
 func (r Lesson7Result) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
@@ -257,20 +264,20 @@ func (r Lesson7Result) WriteTable(w io.Writer, cfg Lesson7Config) {
 	fmt.Fprintf(w, "Client deadline for checkout = %d ms\n", ms(cfg.Deadline))
 	fmt.Fprintf(w, "Sum of local timeouts        = %d ms  (the worst case when every hop uses its own)\n\n",
 		ms(cfg.CatalogCap+cfg.PaymentsCap+cfg.ShippingCap))
-	writeMode(w, "NAIVE: every hop uses its own local timeout, blind to the deadline", "local_timeout", r.Naive)
+	writeMode(w, "NAIVE: every hop uses its own local timeout, blind to the deadline", "local_timeout", r.Naive, cfg)
 	fmt.Fprintln(w)
 	writeMode(w, fmt.Sprintf("BUDGETED: the deadline is propagated; each hop gets min(cap, remaining − %d ms margin)", ms(cfg.Margin)),
-		"timeout", r.Budgeted)
+		"timeout", r.Budgeted, cfg)
 	fmt.Fprintln(w, "\nEvery figure above was measured on real services over loopback gRPC and HTTP.")
 	fmt.Fprintln(w, FraudLeftOut)
 }
 
-func writeMode(w io.Writer, title, timeoutLabel string, m ModeResult) {
+func writeMode(w io.Writer, title, timeoutLabel string, m ModeResult, cfg Lesson7Config) {
 	fmt.Fprintln(w, title)
 	for _, h := range m.Hops {
 		note := ""
 		if h.ClippedByBudget {
-			note = "  <- clipped by the budget"
+			note = "\n            " + cfg.clip(h) + "  <- clipped by the budget"
 		}
 		switch h.Outcome {
 		case "skipped":

@@ -4,23 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 )
 
-// testLesson7 is the lesson's run with a margin wide enough for the
-// answer's way back under the race detector, which slows every hop by
-// milliseconds; the default 3 ms is sized for a normal build.
-func testLesson7() Lesson7Config {
-	cfg := DefaultLesson7()
-	cfg.Margin = 10 * time.Millisecond
-	return cfg
-}
-
 func TestLesson7ReplaysTheLesson(t *testing.T) {
-	cfg := testLesson7()
+	t.Parallel()
+	cfg := DefaultLesson7()
 	res, err := Lesson7(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -52,15 +45,21 @@ func TestLesson7ReplaysTheLesson(t *testing.T) {
 	if s := n.Hops[2]; s.TimeoutMS != 300 || s.ClippedByBudget {
 		t.Errorf("naive shipping = %+v, want its own 300 ms cap", s)
 	}
-	// What is left for shipping is 1200 − 280 − 760 − margins and hop
-	// overheads: clipped well below the cap, and close to the lesson's 160.
-	if s := b.Hops[2]; !s.ClippedByBudget || s.TimeoutMS >= 300 || s.TimeoutMS < 100 || s.TimeoutMS > 160 {
-		t.Errorf("budgeted shipping = %+v, want clipped by the budget to 100..160 ms", s)
+	// What is left for shipping is 1200 − 280 − 760 − two margins, less the
+	// hops' overheads (more on a busy machine): clipped below the cap, and
+	// never below the floor, under which the call would not be made.
+	most := cfg.Deadline - cfg.CatalogLatency - cfg.PaymentsLatency - 2*cfg.Margin
+	if s := b.Hops[2]; !s.ClippedByBudget || s.TimeoutMS > most.Milliseconds() || s.TimeoutMS < cfg.Floor.Milliseconds() {
+		t.Errorf("budgeted shipping = %+v, want clipped by the budget to %v..%v", s, cfg.Floor, most)
 	}
 
 	var table bytes.Buffer
 	res.WriteTable(&table, cfg)
-	for _, want := range []string{"NAIVE", "BUDGETED", "OVER", "WITHIN", "clipped by the budget", FraudLeftOut} {
+	// The clipped call's timeout is written out as the lesson's sum, with
+	// the margins in it.
+	sum := fmt.Sprintf("min(300, 1200 − %d before it − ", b.Hops[2].ElapsedMS-b.Hops[2].TookMS)
+	margins := fmt.Sprintf("2 × %d margin) = %d ms", cfg.Margin.Milliseconds(), b.Hops[2].TimeoutMS)
+	for _, want := range []string{"NAIVE", "BUDGETED", "OVER", "WITHIN", "clipped by the budget", sum, margins, FraudLeftOut} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -96,7 +95,8 @@ func TestLesson7ReplaysTheLesson(t *testing.T) {
 // airport": payments leaves less than the floor for shipping, so budgeted
 // orders does not call shipping at all, while naive calls it blind.
 func TestLesson7SkipsBelowTheFloor(t *testing.T) {
-	cfg := testLesson7()
+	t.Parallel()
+	cfg := DefaultLesson7()
 	cfg.Deadline = 1000 * time.Millisecond
 	cfg.Floor = 50 * time.Millisecond
 	cfg.CatalogLatency = 250 * time.Millisecond
@@ -121,7 +121,8 @@ func TestLesson7SkipsBelowTheFloor(t *testing.T) {
 // TestLesson7StopsAfterAFailedHop: when payments is cut by the budget, the
 // chain stops and shipping is never reached.
 func TestLesson7StopsAfterAFailedHop(t *testing.T) {
-	cfg := testLesson7()
+	t.Parallel()
+	cfg := DefaultLesson7()
 	cfg.Deadline = 1000 * time.Millisecond
 	cfg.CatalogLatency = 250 * time.Millisecond
 	cfg.PaymentsLatency = 900 * time.Millisecond
@@ -170,5 +171,25 @@ func TestLesson7TableSaysWhatWasMeasuredAgain(t *testing.T) {
 	Lesson7Result{Naive: m, Budgeted: m}.WriteTable(&b, DefaultLesson7())
 	if !strings.Contains(b.String(), "(all 5 tries ended so; this one: catalog works 280 ms") {
 		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// The sum a replay writes out for a clipped call adds up to the timeout
+// the call got: the deadline less what came before, the way there and
+// the two margins.
+func TestClipSumAddsUp(t *testing.T) {
+	for _, tc := range []struct {
+		before, timeout int64
+		want            string
+	}{
+		{1048, 120, "min(300, 1200 − 1048 before it − 2 on the way − 2 × 15 margin) = 120 ms"},
+		{1040, 130, "min(300, 1200 − 1040 before it − 0 on the way − 2 × 15 margin) = 130 ms"},
+		// Rounding to whole milliseconds can leave the way there below
+		// zero; it shows as none.
+		{1050, 121, "min(300, 1200 − 1050 before it − 0 on the way − 2 × 15 margin) = 121 ms"},
+	} {
+		if got := clipSum(300*time.Millisecond, 1200*time.Millisecond, 15*time.Millisecond, tc.before, tc.timeout); got != tc.want {
+			t.Errorf("clipSum(before %d, timeout %d) = %q, want %q", tc.before, tc.timeout, got, tc.want)
+		}
 	}
 }

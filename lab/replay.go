@@ -110,3 +110,16 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// clipSum writes out, in the lesson's terms, how the budget set a call's
+// timeout when it clipped it: min(cap, deadline − spent − margins) with
+// every term measured. A call orders makes keeps back two margins: the
+// gateway's, on its call to orders, and orders' own. before is what the
+// chain had taken when the call started, as the replay measured it; the
+// way there is the rest of what the budget had spent — the request's way
+// to orders and orders' own work between calls.
+func clipSum(cap, deadline, margin time.Duration, before, timeout int64) string {
+	d, m, c := deadline.Milliseconds(), margin.Milliseconds(), cap.Milliseconds()
+	way := max(d-2*m-timeout-before, 0)
+	return fmt.Sprintf("min(%d, %d − %d before it − %d on the way − 2 × %d margin) = %d ms", c, d, before, way, m, timeout)
+}

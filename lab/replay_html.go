@@ -31,15 +31,18 @@ func (r Lesson7Result) WriteHTML(w io.Writer, cfg Lesson7Config) error {
 		Notes: []string{"Every figure on this page was measured on real services over loopback gRPC and HTTP (mercado lab lesson7).", FraudLeftOut},
 	}
 	p.Runs = append(p.Runs,
-		lesson7Run("naive: every hop uses its own cap, blind to the deadline", r.Naive, 0),
+		lesson7Run("naive: every hop uses its own cap, blind to the deadline", r.Naive, 0, cfg),
 		lesson7Run(fmt.Sprintf("budgeted: each hop gets min(cap, budget left − %s ms margin), and none starts below the %s ms floor", ms(cfg.Margin), ms(cfg.Floor)),
-			r.Budgeted, cfg.Floor.Milliseconds()))
+			r.Budgeted, cfg.Floor.Milliseconds(), cfg))
 	return report.WriteBudgetPage(w, p)
 }
 
-func lesson7Run(title string, m ModeResult, floor int64) report.BudgetRun {
+func lesson7Run(title string, m ModeResult, floor int64, cfg Lesson7Config) report.BudgetRun {
 	run := report.BudgetRun{Title: title, DeadlineMS: m.DeadlineMS, FloorMS: floor, TotalMS: m.TotalMS, Verdict: m.Verdict, Answer: answerText(m.HTTPStatus)}
 	for _, h := range m.Hops {
+		if h.ClippedByBudget {
+			run.Notes = append(run.Notes, fmt.Sprintf("%s's timeout: %s.", h.Name, cfg.clip(h)))
+		}
 		bh := report.BudgetHop{Name: h.Name, StartMS: h.ElapsedMS - h.TookMS, TimeoutMS: h.TimeoutMS, TookMS: h.TookMS, Outcome: h.Outcome, Note: h.Note,
 			Reached: h.Outcome != "unknown" && h.Note != SkipEarlierHopFailed, Called: h.Outcome != "skipped" && h.Outcome != "unknown", Clipped: h.ClippedByBudget}
 		if h.Outcome == "skipped" {
@@ -47,7 +50,7 @@ func lesson7Run(title string, m ModeResult, floor int64) report.BudgetRun {
 		}
 		run.Hops = append(run.Hops, bh)
 	}
-	run.Notes = measuredAgain(m.MeasuredAgain, m.Disturbed)
+	run.Notes = append(run.Notes, measuredAgain(m.MeasuredAgain, m.Disturbed)...)
 	return run
 }
 

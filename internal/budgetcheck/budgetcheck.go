@@ -388,11 +388,22 @@ func (s Shop) connectTimeouts() []Finding {
 	var out []Finding
 	for _, k := range keys {
 		who := strings.Join(names[k], ", ")
+		fix := fmt.Sprintf("lower --connect-timeout well under %s: %s or less", ms(k.budget), ms(connectWithin(k.budget)))
+		if strings.HasPrefix(k.set, "connect_timeout off") {
+			fix = fmt.Sprintf("bound connecting apart from the call, well under %s: --mechanisms connect_timeout=on with --connect-timeout=%s or less",
+				ms(k.budget), ms(connectWithin(k.budget)))
+		}
 		out = append(out, Finding{Rule: RuleConnectTimeout, Where: who, Setting: k.set + " at " + who,
 			Problem: fmt.Sprintf("an attempt to connect may take %s, not less than %s (%s): a dependency whose address accepts nothing spends the whole request on the handshake", ms(k.ct), k.what, ms(k.budget)),
-			Fix:     "bound connecting apart from the call, well under the budget: --mechanisms connect_timeout=on with --connect-timeout (the lessons' 2s)"})
+			Fix:     fix})
 	}
 	return out
+}
+
+// connectWithin is the connect timeout a fix suggests under a budget: a
+// quarter of it, to the millisecond, which leaves the call the rest.
+func connectWithin(budget time.Duration) time.Duration {
+	return max((budget / 4).Truncate(time.Millisecond), time.Millisecond)
 }
 
 func maxBudgetFlag(c deadline.Class) string {
@@ -642,7 +653,7 @@ func (s Shop) marginFloor() []Finding {
 		if p.floor > 0 && p.margin >= p.floor {
 			out = append(out, Finding{Rule: RuleMarginFloor, Where: who, Setting: set,
 				Problem: "the time kept back for the answer's way back is not below the least time worth starting a call with: every call keeps back more than the work it is made for needs",
-				Fix:     "keep the margin well below the floor (the defaults are 3ms and 20ms)"})
+				Fix:     "keep the margin well below the floor (the defaults are 15ms and 20ms)"})
 		}
 		for _, class := range s.Classes() {
 			b := s.Edge.Budgets.For(class).Default

@@ -1,6 +1,7 @@
 package budgetcheck
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -201,8 +202,46 @@ func TestConnectTimeoutAboveBudget(t *testing.T) {
 	s := shopOf(mode.Budgeted, 0, 300*time.Millisecond, 1)
 	s.Edge.Budgets.Interactive = deadline.ClassBudget{Default: time.Second, Max: 1500 * time.Millisecond}
 	s.Services[0].Settings.Mechanisms.Classes = false
-	if f := Check(s); !has(f, RuleConnectTimeout) {
+	f = Check(s)
+	if !has(f, RuleConnectTimeout) {
 		t.Fatalf("2s connect over a 1.5s longest budget not reported: %+v", f)
+	}
+	// The fix names a value under the budget, not the one it flags (the
+	// lessons' 2s was both).
+	for _, x := range f {
+		if x.Rule == RuleConnectTimeout && (strings.Contains(x.Fix, "2s") || !strings.Contains(x.Fix, "--connect-timeout") || !strings.Contains(x.Fix, "375ms or less")) {
+			t.Errorf("fix %q for %q: want --connect-timeout at 375ms or less (a quarter of 1.5s), never the 2s it flags", x.Fix, x.Setting)
+		}
+	}
+}
+
+// A finding's fix never recommends the value it flags: no flag the
+// setting names at a value comes back in the fix at that value.
+func TestFixNeverRecommendsTheFlaggedValue(t *testing.T) {
+	tight := shopOf(mode.Budgeted, 0, 300*time.Millisecond, 1)
+	tight.Edge.Budgets.Interactive = deadline.ClassBudget{Default: 500 * time.Millisecond, Max: 600 * time.Millisecond}
+	tight.Services[0].Settings.Mechanisms.Classes = false
+	tight.Calls[1].Cap = 800 * time.Millisecond
+	swapped := shopOf(mode.Budgeted, 0, 300*time.Millisecond, 1)
+	swapped.Services[1].Settings.Margin, swapped.Services[1].Settings.Floor = 20*time.Millisecond, 3*time.Millisecond
+	flagged := regexp.MustCompile(`(--[a-z-]+)=([0-9a-zµ.]+)`)
+	n := 0
+	for name, s := range map[string]Shop{
+		"naive": shopOf(mode.Naive, time.Second, 100*time.Millisecond, 3), "fragile": shopOf(mode.Fragile, 0, 0, 3),
+		"a tight interactive budget": tight, "margin above the floor": swapped,
+	} {
+		for _, f := range Check(s) {
+			n++
+			for _, m := range flagged.FindAllStringSubmatch(f.Setting, -1) {
+				again := regexp.MustCompile(regexp.QuoteMeta(m[1]) + `[^;,]*\b` + regexp.QuoteMeta(m[2]) + `\b`)
+				if again.MatchString(f.Fix) {
+					t.Errorf("%s: %s flags %s=%s and its fix recommends it: %q", name, f.Rule, m[1], m[2], f.Fix)
+				}
+			}
+		}
+	}
+	if n < 5 {
+		t.Fatalf("only %d findings: the shops do not exercise the rules", n)
 	}
 }
 
