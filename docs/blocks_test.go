@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +21,9 @@ import (
 //
 // Options, separated by spaces; a value with spaces goes in backquotes:
 //
-//	exit=N           the block's exit status (default 0)
+//	exit=N           the block's exit status (default 0); exit=0|4 takes
+//	                 either: a load lab ends 4, INVALID, when the machine
+//	                 was too busy to measure, and says so
 //	expect=`RE`      its output (stdout and stderr) matches the regular
 //	                 expression RE, in multi-line mode (^ and $ match at
 //	                 each line); repeatable
@@ -133,7 +136,7 @@ type spec struct {
 	runnable bool
 	reason   string // not runnable: why
 
-	exit     int
+	exits    []int // the statuses it may end with; none: 0
 	expect   []*regexp.Regexp
 	shop     string // "" none; defaultShop for `mercado serve all`; else a server block's name
 	after    time.Duration
@@ -184,10 +187,30 @@ func parseMark(mark string) (s spec, ok bool, err error) {
 		return spec{}, true, fmt.Errorf("a server block runs no shop of its own (drop shop)")
 	case !s.server && (s.together || s.name != ""):
 		return spec{}, true, fmt.Errorf("together and name go with server")
-	case s.server && (s.exit != 0 || len(s.expect) > 0):
+	case s.server && (len(s.exits) > 0 || len(s.expect) > 0):
 		return spec{}, true, fmt.Errorf("a server must stop with exit 0, and its output is logs (drop exit and expect)")
 	}
 	return s, true, nil
+}
+
+// exitOK reports whether status is one the block may end with.
+func (s spec) exitOK(status int) bool {
+	if len(s.exits) == 0 {
+		return status == 0
+	}
+	return slices.Contains(s.exits, status)
+}
+
+// wantExit says the statuses the block may end with: "0", "0 or 4".
+func (s spec) wantExit() string {
+	if len(s.exits) == 0 {
+		return "0"
+	}
+	var w []string
+	for _, n := range s.exits {
+		w = append(w, strconv.Itoa(n))
+	}
+	return strings.Join(w, " or ")
 }
 
 func (s *spec) set(key, value string) error {
@@ -201,7 +224,13 @@ func (s *spec) set(key, value string) error {
 	}
 	switch key {
 	case "exit":
-		s.exit, err = strconv.Atoi(value)
+		for v := range strings.SplitSeq(value, "|") {
+			var n int
+			if n, err = strconv.Atoi(v); err != nil {
+				break
+			}
+			s.exits = append(s.exits, n)
+		}
 	case "expect":
 		var re *regexp.Regexp
 		re, err = regexp.Compile("(?m)" + value)

@@ -3,6 +3,7 @@ package docs_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,11 +60,20 @@ func TestParseMark(t *testing.T) {
 	if !ok || err != nil {
 		t.Fatalf("ok %v, err %v", ok, err)
 	}
-	if !s.runnable || s.shop != "naive" || s.exit != 28 || s.after != 12*time.Second || s.timeout != 2*time.Minute || len(s.expect) != 2 {
+	if !s.runnable || s.shop != "naive" || !slices.Equal(s.exits, []int{28}) || s.after != 12*time.Second || s.timeout != 2*time.Minute || len(s.expect) != 2 {
 		t.Errorf("got %+v", s)
 	}
 	if !s.expect[0].MatchString("curl\n000 after 1.201s\n") || !s.expect[1].MatchString("two words") {
 		t.Errorf("expectations %v do not match line by line", s.expect)
+	}
+	if s, _, err := parseMark("<!-- runnable: exit=0|4 -->"); err != nil || !s.exitOK(0) || !s.exitOK(4) || s.exitOK(3) || s.wantExit() != "0 or 4" {
+		t.Errorf("exit=0|4 is %v (err %v): want 0 and 4 taken, 3 refused", s.exits, err)
+	}
+	if s, _, _ := parseMark("<!-- runnable -->"); !s.exitOK(0) || s.exitOK(4) {
+		t.Errorf("a bare runnable takes %v, want 0 alone", s.exits)
+	}
+	if _, _, err := parseMark("<!-- runnable: exit=0|x -->"); err == nil {
+		t.Error("exit=0|x parsed without an error")
 	}
 	if s, _, _ := parseMark("<!-- runnable: shop -->"); s.shop != defaultShop || s.timeout != 60*time.Second {
 		t.Errorf("a bare shop is %q, timeout %v; want %q, 60s", s.shop, s.timeout, defaultShop)

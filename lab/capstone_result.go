@@ -28,6 +28,8 @@ type CapstoneStage struct {
 	// the figures then measure the generator as much as the shop.
 	Valid   bool   `json:"valid"`
 	Invalid string `json:"invalid,omitempty"`
+	// Advice, on an invalid stage, says what to do about it.
+	Advice string `json:"advice,omitempty"`
 
 	BrowseRequests      int     `json:"browse_requests"`
 	BrowseSuccessRatio  float64 `json:"browse_success_ratio"`
@@ -77,6 +79,10 @@ type CapstoneResult struct {
 	Suggestion budget.Suggestion `json:"suggestion"`
 	Stages     []CapstoneStage   `json:"stages"`
 	Checks     []CapstoneCheck   `json:"checks"`
+	// Verdict weighs the checks and the stages' validity: INVALID when a
+	// stage's run was (its checks are not a measurement), else FAIL when
+	// a check failed, else PASS.
+	Verdict loadtest.Verdict `json:"verdict"`
 	// Run is every stage's full results, one mode per stage, for the
 	// HTML report.
 	Run loadtest.Results `json:"-"`
@@ -121,10 +127,29 @@ func capstoneView(cfg CapstoneConfig, sugg budget.Suggestion, run loadtest.Resul
 			peaks[pool] = int(slices.Max(append(series, 0)))
 		}
 		row.PoolPeak, row.PoolPeakName = gatewayPeak(peaks)
+		if !row.Valid {
+			row.Advice = loadtest.InvalidAdvice(row.Invalid)
+		}
 		res.Stages = append(res.Stages, row)
 	}
 	res.Checks = capstoneChecks(cfg, res.Stages)
+	res.Verdict = res.judge()
 	return res, nil
+}
+
+// judge is the run's verdict (Verdict).
+func (r CapstoneResult) judge() loadtest.Verdict {
+	invalid := 0
+	for _, s := range r.Stages {
+		if !s.Valid {
+			invalid++
+		}
+	}
+	passes := make([]bool, len(r.Checks))
+	for i, c := range r.Checks {
+		passes[i] = c.Pass
+	}
+	return loadtest.Judge(invalid, passes)
 }
 
 // gatewayPeak is the gateway's busiest inbound pool (not a pool of calls
@@ -175,11 +200,6 @@ func capstoneChecks(cfg CapstoneConfig, st []CapstoneStage) []CapstoneCheck {
 	return out
 }
 
-// Passed reports whether every check passed.
-func (r CapstoneResult) Passed() bool {
-	return !slices.ContainsFunc(r.Checks, func(c CapstoneCheck) bool { return !c.Pass })
-}
-
 // WriteJSON writes r as indented JSON.
 func (r CapstoneResult) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
@@ -208,10 +228,8 @@ func (r CapstoneResult) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "Lesson 8: the fragile checkout armoured step by step. In each stage, on a fresh shop: %.0f s healthy,\n", c.WarmUpS)
 	fmt.Fprintf(w, "then %s,\nunder %.0f checkouts/s and %.0f browses/s; every client waits %d ms (and hangs up %d ms later).\n", r.faultText(), c.CheckoutRate, c.BrowseRate, c.DeadlineMS, c.PatienceMS)
 	fmt.Fprintf(w, "Clients' figures while the fault is on; servers' over the stage.\n\n")
-	for _, s := range r.Stages {
-		if !s.Valid {
-			fmt.Fprintf(w, "!!! stage %s INVALID: %s\n", s.Stage, s.Invalid)
-		}
+	for _, l := range r.invalidLines() {
+		fmt.Fprintf(w, "!!! %s\n", l)
 	}
 	fmt.Fprintln(w, "The suggest step, from stage 0's healthy warm-up (stages 1 to 3 run with these):")
 	for _, l := range suggestionLines(r.Suggestion) {
@@ -243,6 +261,29 @@ func (r CapstoneResult) WriteTable(w io.Writer) {
 		}
 		fmt.Fprintf(w, "%s  %s: %s\n", v, ch.Name, ch.Got)
 	}
+	fmt.Fprintf(w, "\nVerdict: %s\n", r.verdictLine())
+}
+
+// invalidLines say, for each INVALID stage, why and what to do.
+func (r CapstoneResult) invalidLines() []string {
+	var out []string
+	for _, s := range r.Stages {
+		if !s.Valid {
+			out = append(out, fmt.Sprintf("stage %s INVALID: %s", s.Stage, s.Advice))
+		}
+	}
+	return out
+}
+
+// verdictLine is the verdict in words.
+func (r CapstoneResult) verdictLine() string {
+	switch r.Verdict {
+	case loadtest.VerdictInvalid:
+		return "INVALID: the load generator fell behind its schedule in a stage, so the lesson's claims are not a measurement"
+	case loadtest.VerdictFail:
+		return "FAIL: a claim of the lesson did not hold, on valid stages"
+	}
+	return string(r.Verdict)
 }
 
 // faultText says what the fault is: the carrier slow, and the stall.
@@ -304,6 +345,10 @@ func (r CapstoneResult) WriteHTML(w io.Writer) error {
 		}
 		checks = append(checks, fmt.Sprintf("%s  %s: %s", v, ch.Name, ch.Got))
 	}
+	checks = append(checks, "Verdict: "+r.verdictLine())
 	lead.Lists = append(lead.Lists, report.List{Title: "The lesson's claims, on this run", Items: checks})
+	if invalid := r.invalidLines(); len(invalid) > 0 {
+		lead.Lists = append(lead.Lists, report.List{Title: "INVALID stages", Items: invalid})
+	}
 	return report.WriteHTMLLead(w, r.Run, lead)
 }

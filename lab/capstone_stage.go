@@ -107,8 +107,9 @@ func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg bu
 // RunStageLoad runs a stage's scenario against its shop at t, in the
 // process that calls it, and reads the warm-up's hop histograms as hooks
 // say. When hooks.StopAfter is set it calls stopShop that long after the
-// fault goes on, having read the counters one last time: from then on the
-// run is answered with those, and sets no more faults.
+// fault goes on (or as the run ends, if that comes first), having read the
+// counters one last time: from then on the run is answered with those, and
+// sets no more faults.
 func RunStageLoad(ctx context.Context, sc loadtest.Scenario, t Target, hooks StageHooks, stopShop func(), o loadtest.RunOptions) (StageLoad, error) {
 	ss := &stageShop{Shop: t.Drive(), admin: t.Admin[faults.ServiceGateway], stopShop: stopShop}
 	settled := time.AfterFunc(hooks.WarmStart, func() { ss.warmStart(ctx) })
@@ -120,7 +121,7 @@ func RunStageLoad(ctx context.Context, sc loadtest.Scenario, t Target, hooks Sta
 		ss.stopAfter = func() *time.Timer {
 			return time.AfterFunc(hooks.StopAfter, func() { ss.stop(ctx) })
 		}
-		defer ss.cancelStop()
+		defer ss.stopIfArmed(ctx)
 	}
 	res, err := loadtest.RunScenario(ctx, sc, ss, o)
 	if err != nil {
@@ -182,14 +183,16 @@ func (s *stageShop) SetFaults(ctx context.Context, specs map[string]string) erro
 		return nil
 	}
 	if len(specs) > 0 && !s.warmed {
+		// Armed first: reading the hops takes longer on a busy machine,
+		// and must not push the stop past the run's end.
+		if s.stopAfter != nil {
+			s.end = s.stopAfter()
+		}
 		h, err := budget.ObserveHops(ctx, s.admin, "")
 		if err != nil && !errors.Is(err, budget.ErrNoTraffic) {
 			return err
 		}
 		s.hopsEnd, s.warmed = h, true
-		if s.stopAfter != nil {
-			s.end = s.stopAfter()
-		}
 	}
 	return s.Shop.SetFaults(ctx, specs)
 }
@@ -205,12 +208,14 @@ func (s *stageShop) SetNetwork(ctx context.Context, specs map[string]string) err
 	return s.Shop.SetNetwork(ctx, specs)
 }
 
-// cancelStop disarms the stop, if it has not fired.
-func (s *stageShop) cancelStop() {
+// stopIfArmed stops the shop now if its stop is armed and has not fired:
+// a run that ends first still leaves a shop without read caps stopped.
+func (s *stageShop) stopIfArmed(ctx context.Context) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.end != nil {
-		s.end.Stop()
+	armed := s.end != nil && s.end.Stop()
+	s.mu.Unlock()
+	if armed {
+		s.stop(ctx)
 	}
 }
 

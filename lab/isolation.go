@@ -113,7 +113,16 @@ func (c IsolationConfig) Scenario() (loadtest.Scenario, error) {
 	sc.Classes = maps.Clone(sc.Classes)
 	sc.Classes["checkout"] = loadtest.ClassSpec{Rate: c.CheckoutRate}
 	sc.Classes["browse"] = loadtest.ClassSpec{Rate: c.BrowseRate}
-	warmUp.Duration, hang.Duration, recovery.Duration = loadtest.Duration(c.WarmUp), loadtest.Duration(c.Duration), loadtest.Duration(c.Recovery)
+	// A phase whose length the config changes drops the file's quick
+	// length: it was chosen for the file's length, and may exceed the new one.
+	for _, l := range []struct {
+		phase *loadtest.Phase
+		d     time.Duration
+	}{{warmUp, c.WarmUp}, {hang, c.Duration}, {recovery, c.Recovery}} {
+		if l.phase.Duration != loadtest.Duration(l.d) {
+			l.phase.Duration, l.phase.Quick = loadtest.Duration(l.d), 0
+		}
+	}
 	hang.Faults = map[string]string{"shipping": fmt.Sprintf("%s:hang=%s", faults.ShippingCreateShipment, c.Hang)}
 	sc.Deadline = loadtest.Duration(c.Deadline)
 	sc.Shop.Workers, sc.Shop.BreakerOpen = c.Workers, loadtest.Duration(c.BreakerOpen)
@@ -149,6 +158,11 @@ type IsolationMode struct {
 	// Failures counts failed checkouts and browses by class of failure.
 	CheckoutFailures map[string]int `json:"checkout_failures"`
 	BrowseFailures   map[string]int `json:"browse_failures"`
+	// Valid is false when the load generator fell behind its schedule:
+	// Invalid says why, Advice what to do.
+	Valid   bool   `json:"valid"`
+	Invalid string `json:"invalid,omitempty"`
+	Advice  string `json:"advice,omitempty"`
 }
 
 // IsolationResult is the lab's two runs.
@@ -161,6 +175,10 @@ type IsolationResult struct {
 	} `json:"config"`
 	Naive    IsolationMode `json:"naive"`
 	Budgeted IsolationMode `json:"budgeted"`
+	// Checks are Drill 76's claims, measured on this run, and Verdict
+	// what they say with the runs' validity weighed (loadtest.Results).
+	Checks  []loadtest.CheckResult `json:"checks"`
+	Verdict loadtest.Verdict       `json:"verdict"`
 	// Run is the scenario run the figures were read from: what the HTML
 	// page draws.
 	Run loadtest.Results `json:"-"`
@@ -170,12 +188,18 @@ type IsolationResult struct {
 // scenario runner — and reads the lesson's figures from its results.
 // progress, if set, is told how far each mode's run has got.
 func Isolation(ctx context.Context, cfg IsolationConfig, log *slog.Logger, progress func(mode string, done, total time.Duration)) (IsolationResult, error) {
+	return IsolationApart(ctx, cfg, log, progress, nil)
+}
+
+// IsolationApart is Isolation with each mode's load sent by gen (nil: in
+// this process), as ScenarioApart.
+func IsolationApart(ctx context.Context, cfg IsolationConfig, log *slog.Logger, progress func(mode string, done, total time.Duration), gen Generator) (IsolationResult, error) {
 	sc, err := cfg.Scenario()
 	if err != nil {
 		return IsolationResult{}, err
 	}
 	sc.Modes = []mode.Mode{mode.Naive, mode.Budgeted}
-	run, err := Scenario(ctx, sc, log, progress)
+	run, err := ScenarioApart(ctx, sc, log, progress, gen)
 	if err != nil {
 		return IsolationResult{}, err
 	}
@@ -185,7 +209,7 @@ func Isolation(ctx context.Context, cfg IsolationConfig, log *slog.Logger, progr
 // isolationView reads the isolation lab's figures from a run of Drill 76
 // (see IsolationMode): the hang is its second phase.
 func isolationView(cfg IsolationConfig, run loadtest.Results) (IsolationResult, error) {
-	res := IsolationResult{Run: run}
+	res := IsolationResult{Run: run, Checks: run.Checks, Verdict: run.Verdict}
 	res.Config.CheckoutRate, res.Config.BrowseRate = cfg.CheckoutRate, cfg.BrowseRate
 	res.Config.DurationS, res.Config.DeadlineMS = cfg.Duration.Seconds(), cfg.Deadline.Milliseconds()
 	for _, m := range []struct {
@@ -209,6 +233,7 @@ func isolationView(cfg IsolationConfig, run loadtest.Results) (IsolationResult, 
 			CheckoutFailures: checkout.Failures, BrowseFailures: browse.Failures,
 			PeakPoolInFlight: map[string]int{}, Skipped: map[string]int{},
 			BreakerOpens: int(mr.Server.BreakerOpens), LateWorkSeconds: mr.Server.LateWorkSeconds,
+			Valid: mr.Valid, Invalid: mr.Invalid, Advice: mr.Advice,
 		}
 		for pool, series := range mr.PoolInFlight {
 			m.out.PeakPoolInFlight[pool] = int(slices.Max(append(series, 0)))
@@ -242,14 +267,26 @@ func (r IsolationResult) WriteHTML(w io.Writer) error { return report.WriteHTML(
 // WriteJSON writes r as indented JSON.
 func (r IsolationResult) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
-// WriteTable writes the two modes side by side.
+// WriteTable writes the two modes side by side, then Drill 76's checks
+// and the verdict. A mode whose run was INVALID is marked so above the
+// table, with why and what to do, and in its column's heading.
 func (r IsolationResult) WriteTable(w io.Writer) {
 	n, b := r.Naive, r.Budgeted
 	fmt.Fprintf(w, "Drill 76: shipping's carrier hangs for %.0f s in each mode, between calm phases, under %.0f checkouts/s\n",
 		r.Config.DurationS, r.Config.CheckoutRate)
 	fmt.Fprintf(w, "and %.0f browses/s; every client waits %d ms. Clients and shipping's calls while the carrier hangs;\nthe other servers' figures over the whole run.\n\n",
 		r.Config.BrowseRate, r.Config.DeadlineMS)
-	fmt.Fprintf(w, "%-34s %16s %16s\n", "", "naive", "budgeted")
+	head := map[string]string{"naive": "naive", "budgeted": "budgeted"}
+	for _, m := range []struct {
+		name string
+		run  IsolationMode
+	}{{"naive", n}, {"budgeted", b}} {
+		if !m.run.Valid {
+			head[m.name] += " (INVALID)"
+			fmt.Fprintf(w, "!!! %s run INVALID: %s\n\n", m.name, m.run.Advice)
+		}
+	}
+	fmt.Fprintf(w, "%-34s %16s %16s\n", "", head["naive"], head["budgeted"])
 	row := func(name, a, c string) { fmt.Fprintf(w, "%-34s %16s %16s\n", name, a, c) }
 	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 	msf := func(x float64) string { return fmt.Sprintf("%.0f ms", x) }
@@ -268,6 +305,12 @@ func (r IsolationResult) WriteTable(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nEvery figure above was measured: client-side from each request's intended send time,")
 	fmt.Fprintln(w, "server-side from the services' /metrics.")
+	if len(r.Checks) > 0 {
+		report.WriteClaims(w, "Checks (the drill76 scenario's)", report.Claims(r.Checks))
+	}
+	if v := report.VerdictLine(loadtest.Results{Checks: r.Checks, Verdict: r.Verdict}); v != "" {
+		fmt.Fprintf(w, "\nVerdict: %s\n", v)
+	}
 }
 
 // peakOf is the highest peak among the inbound pools (not the pools of

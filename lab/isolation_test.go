@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/slowtest"
 	"github.com/mercado-lab/mercado/loadtest"
 )
 
@@ -20,6 +21,7 @@ import (
 // naive shared pool fills and browsing suffers, while budgeted bulkheads
 // keep browsing green, bound checkouts by the deadline, and open a breaker.
 func TestIsolation(t *testing.T) {
+	slowtest.Require(t, "both modes under load, about 12 s")
 	cfg := IsolationConfig{
 		CheckoutRate: 30, BrowseRate: 10, Duration: 4 * time.Second, WarmUp: time.Second, Recovery: time.Second,
 		Deadline: 500 * time.Millisecond, Hang: 2 * time.Second, BreakerOpen: 2 * time.Second, Workers: 20,
@@ -125,20 +127,21 @@ func TestIsolationView(t *testing.T) {
 	}
 	calm := phase("calm", loadtest.Summary{Requests: 300, Good: 300, SuccessRatio: 1}, loadtest.Summary{Requests: 60, SuccessRatio: 1}, 300)
 	run := loadtest.Results{Scenario: "drill76", Modes: []loadtest.ModeResult{
-		{Mode: "budgeted", Classes: []loadtest.Summary{{Class: "checkout", Requests: 2000}},
+		{Mode: "budgeted", Valid: true, Classes: []loadtest.Summary{{Class: "checkout", Requests: 2000}},
 			Phases: []loadtest.PhaseSpan{calm, phase("carrier hangs",
 				loadtest.Summary{Requests: 1500, Good: 1490, P50MS: 3, P99MS: 300, MaxMS: 600, Failures: map[string]int{"bulkhead": 10}},
 				loadtest.Summary{Requests: 300, SuccessRatio: 1, P99MS: 9}, 45), calm},
 			Server: loadtest.ServerFigures{BreakerOpens: 3, Skipped: map[string]float64{"breaker_open": 6000},
 				Calls: map[string]float64{"shipping": 2500}},
 			PoolInFlight: map[string][]float64{"gateway/checkout": {2, 25, 3}}},
-		{Mode: "naive", Classes: []loadtest.Summary{{Class: "checkout", Requests: 2000}},
+		{Mode: "naive", Invalid: "schedule lag p99 23ms (more than 10ms)", Classes: []loadtest.Summary{{Class: "checkout", Requests: 2000}},
 			Phases: []loadtest.PhaseSpan{calm, phase("carrier hangs",
 				loadtest.Summary{Requests: 1500, P99MS: 5000},
 				loadtest.Summary{Requests: 300, SuccessRatio: 0.25}, 12750), calm},
 			Server:       loadtest.ServerFigures{LateWorkSeconds: 14000, Calls: map[string]float64{"shipping": 14000}},
 			PoolInFlight: map[string][]float64{"gateway/shared": {10, 200, 200, 180}}},
 	}}
+	run.Conclude([]loadtest.Check{{Name: "budgeted browses", Mode: "budgeted", Phase: "carrier hangs", Class: "browse", Figure: "success", AtLeast: new(0.99)}})
 	cfg, err := DefaultIsolation()
 	if err != nil {
 		t.Fatal(err)
@@ -163,24 +166,46 @@ func TestIsolationView(t *testing.T) {
 	if err := res.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
-	var keys map[string]map[string]any
-	if err := json.Unmarshal(js.Bytes(), &keys); err != nil {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(js.Bytes(), &top); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
 		"config": {"browse_rate", "checkout_rate", "deadline_ms", "duration_s"},
-		"naive": {"amplification", "breaker_opens", "browse_failures", "browse_p99_ms", "browse_requests", "browse_success_ratio",
+		"naive": {"advice", "amplification", "breaker_opens", "browse_failures", "browse_p99_ms", "browse_requests", "browse_success_ratio",
 			"checkout_failures", "checkout_good", "checkout_max_ms", "checkout_p50_ms", "checkout_p99_ms", "checkout_requests",
-			"late_work_seconds", "peak_pool_in_flight", "skipped"},
+			"invalid", "late_work_seconds", "peak_pool_in_flight", "skipped", "valid"},
+		"budgeted": {"amplification", "breaker_opens", "browse_failures", "browse_p99_ms", "browse_requests", "browse_success_ratio",
+			"checkout_failures", "checkout_good", "checkout_max_ms", "checkout_p50_ms", "checkout_p99_ms", "checkout_requests",
+			"late_work_seconds", "peak_pool_in_flight", "skipped", "valid"},
 	}
-	want["budgeted"] = want["naive"]
-	for top, ks := range want {
-		if got := slices.Sorted(maps.Keys(keys[top])); !slices.Equal(got, ks) {
-			t.Errorf("%s keys = %v, want %v", top, got, ks)
+	for name, ks := range want {
+		var keys map[string]any
+		if err := json.Unmarshal(top[name], &keys); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := slices.Sorted(maps.Keys(keys)); !slices.Equal(got, ks) {
+			t.Errorf("%s keys = %v, want %v", name, got, ks)
 		}
 	}
-	if len(keys) != len(want) {
-		t.Errorf("top-level keys: %v", slices.Sorted(maps.Keys(keys)))
+	if got := slices.Sorted(maps.Keys(top)); !slices.Equal(got, []string{"budgeted", "checks", "config", "naive", "verdict"}) {
+		t.Errorf("top-level keys: %v", got)
+	}
+	if string(top["verdict"]) != `"INVALID"` {
+		t.Errorf("verdict %s, want INVALID: the naive run was", top["verdict"])
+	}
+
+	// The table says which run was INVALID, why and what to do, and
+	// ends with the checks and the verdict.
+	if n.Valid || !strings.Contains(n.Advice, "schedule lag p99 23ms") || !strings.Contains(n.Advice, "Close other programs") {
+		t.Errorf("naive valid=%v advice=%q: want INVALID, why and what to do", n.Valid, n.Advice)
+	}
+	var table bytes.Buffer
+	res.WriteTable(&table)
+	for _, want := range []string{"!!! naive run INVALID: " + n.Advice, "naive (INVALID)", "PASS  budgeted browses", "Verdict: INVALID"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
 	}
 	if _, err := isolationView(cfg, loadtest.Results{Modes: run.Modes[:1]}); err == nil {
 		t.Error("a run without naive was read")

@@ -61,7 +61,7 @@ func ScenarioApart(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, 
 		}
 	}
 	// The checks compare the modes, so they are measured once all ran.
-	all.Checks = loadtest.Evaluate(sc.Checks, all)
+	all.Conclude(sc.Checks)
 	return all, nil
 }
 

@@ -7,8 +7,8 @@ import (
 
 // A replay checks the lesson's arithmetic with real timers, and the
 // arithmetic leaves a few milliseconds to spare at its tightest: a hop
-// keeps a 3 ms margin for its answer's way back after its last call is
-// cut, a hop that works 280 ms has 20 ms to spare under a 300 ms cap. That
+// keeps its margin for its answer's way back after its last call is cut,
+// a hop that works 280 ms has 20 ms to spare under a 300 ms cap. That
 // holds while this process runs when its timers fire. On a busy machine
 // it may not: the operating system can keep it from running for several
 // milliseconds, now and then for tens of them, and a stall at the wrong
@@ -23,14 +23,6 @@ import (
 // maxTries is how many times a replay measures before it shows a try
 // that a stall decided, marked as such.
 const maxTries = 5
-
-// replayMargin is the margin of the lesson-7 and fan-out replays, not the
-// services' 3 ms default. A budgeted hop that times out at what is left
-// answers with only the margins to spare for the way back, and on a
-// shared 2-core virtual machine this process is kept from running for a
-// few milliseconds often enough that 3 ms would let a stall, not the
-// budget, decide the verdict on every try.
-const replayMargin = 10 * time.Millisecond
 
 // untilUndisturbed runs once again while a stall of this process rather
 // than the budget decided its try, up to maxTries. It returns the last

@@ -130,7 +130,7 @@ Shows or switches the running shop's mode through the gateway's admin API,
 which switches every service in one call and reports each one's result. A
 switch resets breakers, pools and retry budgets.
 
-  mercado mode                                  show the mode in force
+  mercado mode                                  show every service's mode in force
   mercado mode fragile                          no timeouts at all
   mercado mode fragile --mechanisms caps=on,connect_timeout=on
   mercado mode naive
@@ -160,12 +160,7 @@ func runMode(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	c := admin.Client{URL: strings.TrimSuffix(*adminURL, "/"), Token: *token}
 	if target == "" {
-		v, err := c.Mode(ctx)
-		if err != nil {
-			return modeError(c, err)
-		}
-		printMode(stdout, v)
-		return nil
+		return showModes(ctx, c, stdout)
 	}
 	results, err := c.Switch(ctx, admin.ModeChange{Mode: m, Mechanisms: overrides})
 	for _, r := range results {
@@ -177,6 +172,32 @@ func runMode(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	if err != nil {
 		return modeError(c, err)
+	}
+	return nil
+}
+
+// showModes prints the mode in force at the service c calls and at each
+// of its peers: on the gateway, every service of the shop. A peer that
+// does not answer from here (a compose network's name, say) is said so
+// on its line.
+func showModes(ctx context.Context, c admin.Client, stdout io.Writer) error {
+	v, err := c.Mode(ctx)
+	if err != nil {
+		return modeError(c, err)
+	}
+	printMode(stdout, v)
+	peers, err := c.Peers(ctx)
+	if err != nil {
+		return modeError(c, err)
+	}
+	for _, p := range peers {
+		pc := admin.Client{URL: strings.TrimSuffix(p.URL, "/"), Token: c.Token, HTTP: c.HTTP}
+		v, err := pc.Mode(ctx)
+		if err != nil {
+			fmt.Fprintf(stdout, "%-9s unknown: %s does not answer from here (%v)\n", p.Name, pc.URL, err)
+			continue
+		}
+		printMode(stdout, v)
 	}
 	return nil
 }

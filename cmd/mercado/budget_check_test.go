@@ -146,6 +146,7 @@ func TestBudgetCheckK8sOffline(t *testing.T) {
 func TestBudgetCheckFromRunningShop(t *testing.T) {
 	for _, m := range []mode.Mode{mode.Budgeted, mode.Naive} {
 		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
 			cfg := shop.EphemeralConfig()
 			cfg.Shared.Mode = m
 			// The fraud screen is slower than orders' 300ms cap for it:

@@ -52,7 +52,7 @@ func runConsole(ctx context.Context, args []string, getenv func(string) string, 
 	cfg.Gateway.Console = console.Gateway(log)
 	s, err := shop.Start(ctx, cfg, log)
 	if err != nil {
-		return fmt.Errorf("lab console: %w", err)
+		return fmt.Errorf("lab console: %w", portTaken(err, portTakenHint))
 	}
 	fmt.Fprintf(stdout, "Mercado's live console: http://%s/console/\n", s.Gateway.AdminAddr)
 	fmt.Fprintf(stdout, "The shop's public API:  %s (Ctrl-C stops both)\n", s.GatewayURL())

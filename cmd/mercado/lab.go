@@ -15,63 +15,20 @@ import (
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/lab"
 	"github.com/mercado-lab/mercado/loadtest"
+	"github.com/mercado-lab/mercado/loadtest/report"
 )
 
-const labUsage = `Usage: mercado lab [lab or scenario] [flags]
-
-Starts the five services in this process on free loopback ports, breaks a
-dependency on purpose, and prints what naive and budgeted modes did,
-measured. With no lab named, runs the drill76 scenario (about 50 s).
-
-Scenarios (loadtest/scenarios; writes ./lab-report/results.json and
-report.html; --quick shortens every phase to a fifth):
-  %s
-  (mercado lab lesson7 is the replay below; run its load scenario with
-  mercado lab scenario lesson7)
-
-Replays (each writes ./lab-report/NAME.html too: --out DIR, or --out ""
-for none):
-  lesson7    lesson 7's chain: a 1200 ms deadline; catalog takes 280 ms,
-             payments 760 ms, shipping is degraded. Naive ends over the
-             deadline; budgeted clips shipping and ends within it.
-  fanout     lesson 7's exercise 2: a 900 ms deadline; catalog 250 ms and a
-             fraud screen 300 ms, independent; payments 500 ms. Naive in
-             series ends over the deadline; budgeted in series clips
-             payments; budgeted in parallel (catalog and fraud at once,
-             one budget) ends within it at about 800 ms.
-  waterfall  the 800 ms create-order: the gateway works 100 ms, orders keeps
-             80 ms for its answer, catalog takes 290 of its 300 ms, payment
-             gets min(400, 330), times out, and the client gets 202
-             processing at about 800 ms; the reconciler settles the order.
-  isolation  Drill 76 (the drill76 scenario, its figures while the carrier
-             hangs): shipping's carrier hangs under an open-loop stream of
-             checkouts while browsers keep browsing. Naive fills its shared
-             pool and browsing goes dark; budgeted keeps it green.
-
-Lesson 8:
-  capstone   the fragile checkout (no read caps, no connect timeout, the
-             deadline ignored) under the carrier slow, then armoured a step
-             at a time, each on a fresh shop: + connect and read timeouts
-             from the healthy p99, + the budget in the chain, + bulkheads
-             and breakers; prints the before/after table (about 2 minutes;
-             --quick for a smoke test, --report FILE for charts).
-
-Watching:
-  console    the live console: the shop served with the console on the
-             gateway's admin listener (prints its URL); switch modes, set
-             faults, send traffic, run scenarios and watch the budget
-             shrink hop by hop, until Ctrl-C (docs/console.md).
-
-Measurements:
-  capacity   the highest checkout rate the whole chain sustains open loop
-             with p99 within a bound (25 ms), in each mode, on the memory
-             store or PostgreSQL (--database-url), and what budgets cost
-             when nothing is wrong.
-
-Flags:
-`
-
 func runLab(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && slices.Contains([]string{"help", "-h", "-help", "--help"}, args[0]) {
+		// The overview, and the flags of the lab run with no name: a
+		// scenario's.
+		fs := flag.NewFlagSet("mercado lab", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		scenarioFlags(fs)
+		printLabUsage(stderr)
+		fs.PrintDefaults()
+		return nil
+	}
 	name := defaultScenario
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		name, args = args[0], args[1:]
@@ -79,6 +36,9 @@ func runLab(ctx context.Context, args []string, getenv func(string) string, stdo
 	if name == "scenario" {
 		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 			return usagef("lab scenario: name a scenario (%s)", strings.Join(loadtest.Builtin(), ", "))
+		}
+		if !strings.ContainsAny(args[0], "/.") && !slices.Contains(loadtest.Builtin(), args[0]) {
+			return unknownLab("scenario", args[0])
 		}
 		return runScenarioLab(ctx, args[0], args[1:], getenv, stdout, stderr)
 	}
@@ -103,8 +63,7 @@ func runLab(ctx context.Context, args []string, getenv func(string) string, stdo
 	case "console":
 		return runConsole(ctx, args, getenv, stdout, stderr)
 	}
-	printLabUsage(stderr)
-	return usagef("lab: unknown lab %q", name)
+	return unknownLab("lab", name)
 }
 
 func runFanout(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -136,11 +95,8 @@ func runFanout(ctx context.Context, args []string, getenv func(string) string, s
 	if err := writePage(*out, "fanout.html", func(w io.Writer) error { return res.WriteHTML(w, cfg) }, stderr); err != nil {
 		return fmt.Errorf("lab fanout: %w", err)
 	}
-	if *asJSON {
-		return res.WriteJSON(stdout)
-	}
-	res.WriteTable(stdout, cfg)
-	return nil
+	claims, invalid := fanoutClaims(res)
+	return replayOutput(stdout, *asJSON, res.WriteJSON, func(w io.Writer) { res.WriteTable(w, cfg) }, "lab fanout", claims, invalid)
 }
 
 func runLesson7(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -170,11 +126,8 @@ func runLesson7(ctx context.Context, args []string, getenv func(string) string, 
 	if err := writePage(*out, "lesson7.html", func(w io.Writer) error { return res.WriteHTML(w, cfg) }, stderr); err != nil {
 		return fmt.Errorf("lab lesson7: %w", err)
 	}
-	if *asJSON {
-		return res.WriteJSON(stdout)
-	}
-	res.WriteTable(stdout, cfg)
-	return nil
+	claims, invalid := lesson7Claims(res)
+	return replayOutput(stdout, *asJSON, res.WriteJSON, func(w io.Writer) { res.WriteTable(w, cfg) }, "lab lesson7", claims, invalid)
 }
 
 func runIsolation(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -201,7 +154,7 @@ func runIsolation(ctx context.Context, args []string, getenv func(string) string
 	// services would log about that is not the lesson.
 	log := slog.New(slog.DiscardHandler)
 	bar := newProgress(stderr)
-	res, err := lab.Isolation(ctx, cfg, log, bar.update)
+	res, err := lab.IsolationApart(ctx, cfg, log, bar.update, generatorApart(stderr, bar.update, nil))
 	bar.finish()
 	if err != nil {
 		return fmt.Errorf("lab isolation: %w", err)
@@ -210,10 +163,13 @@ func runIsolation(ctx context.Context, args []string, getenv func(string) string
 		return fmt.Errorf("lab isolation: %w", err)
 	}
 	if *asJSON {
-		return res.WriteJSON(stdout)
+		if err := res.WriteJSON(stdout); err != nil {
+			return err
+		}
+	} else {
+		res.WriteTable(stdout)
 	}
-	res.WriteTable(stdout)
-	return nil
+	return scenarioVerdict("lab isolation", res.Run)
 }
 
 func runWaterfall(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -241,11 +197,26 @@ func runWaterfall(ctx context.Context, args []string, getenv func(string) string
 	if err := writePage(*out, "waterfall.html", func(w io.Writer) error { return res.WriteHTML(w, cfg) }, stderr); err != nil {
 		return fmt.Errorf("lab waterfall: %w", err)
 	}
-	if *asJSON {
-		return res.WriteJSON(stdout)
+	claims, invalid := waterfallClaims(res)
+	return replayOutput(stdout, *asJSON, res.WriteJSON, func(w io.Writer) { res.WriteTable(w, cfg) }, "lab waterfall", claims, invalid)
+}
+
+// replayOutput prints a replay's results, as JSON or as its table
+// followed by its checks, and returns its verdict (judged). The JSON is
+// the replay's own: its verdicts and stall markers are the checks'
+// figures.
+func replayOutput(stdout io.Writer, asJSON bool, writeJSON func(io.Writer) error, writeTable func(io.Writer), command string, claims []report.Claim, invalid []string) error {
+	verdict := judged(command, invalid, replayTodo, claims)
+	if asJSON {
+		if err := writeJSON(stdout); err != nil {
+			return err
+		}
+		return verdict
 	}
-	res.WriteTable(stdout, cfg)
-	return nil
+	writeTable(stdout)
+	report.WriteClaims(stdout, "Checks", claims)
+	writeReplayVerdict(stdout, verdict, invalid)
+	return verdict
 }
 
 // labFlags starts a lab's flag set: the lab's usage, and --json.
@@ -253,7 +224,7 @@ func labFlags(name string, stderr io.Writer) (*flag.FlagSet, *bool) {
 	fs := flag.NewFlagSet("mercado lab "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		printLabUsage(stderr)
+		printOneLab(stderr, name)
 		fs.PrintDefaults()
 	}
 	return fs, fs.Bool("json", false, "print the measured results as JSON")
@@ -279,10 +250,6 @@ func writePage(dir, name string, write func(io.Writer) error, stderr io.Writer) 
 	}
 	fmt.Fprintf(stderr, "wrote %s\n", path)
 	return nil
-}
-
-func printLabUsage(w io.Writer) {
-	fmt.Fprintf(w, labUsage, strings.Join(loadtest.Builtin(), ", "))
 }
 
 func runCapacity(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/budget"
 	"github.com/mercado-lab/mercado/internal/netfault"
 	"github.com/mercado-lab/mercado/lab"
+	"github.com/mercado-lab/mercado/loadtest/report"
 )
 
 // Quick durations: a smoke test of the capstone's wiring, not a
@@ -66,10 +67,29 @@ func runCapstone(ctx context.Context, args []string, getenv func(string) string,
 		fmt.Fprintf(stderr, "wrote %s\n", *reportFile)
 	}
 	if *asJSON {
-		return res.WriteJSON(stdout)
+		if err := res.WriteJSON(stdout); err != nil {
+			return err
+		}
+	} else {
+		res.WriteTable(stdout)
 	}
-	res.WriteTable(stdout)
-	return nil
+	return capstoneVerdict(res)
+}
+
+// capstoneVerdict is the capstone's verdict as an error (judged): its
+// INVALID stages, or its failed claims.
+func capstoneVerdict(res lab.CapstoneResult) error {
+	var invalid []string
+	for _, s := range res.Stages {
+		if !s.Valid {
+			invalid = append(invalid, "stage "+s.Stage+": "+s.Invalid)
+		}
+	}
+	claims := make([]report.Claim, len(res.Checks))
+	for i, c := range res.Checks {
+		claims[i] = report.Claim{Name: c.Name, Pass: c.Pass, Got: c.Got}
+	}
+	return judged("lab capstone", invalid, "Close other programs and run it again, or lower --checkout-rate and --browse-rate", claims)
 }
 
 // writeFile creates name and writes it with write.

@@ -38,6 +38,9 @@ type generatorRequest struct {
 	// (lab.RunStageLoad): the generator reads the warm-up's hops and asks
 	// for the shop's stop when these say.
 	Stage *lab.StageHooks `json:"stage,omitempty"`
+	// Validity, when set, is the rule the run is held to instead of the
+	// default one (loadtest.RunOptions.Validity).
+	Validity *loadtest.Validity `json:"validity,omitempty"`
 }
 
 // generatorMessage is one line the generator writes on standard output:
@@ -60,14 +63,15 @@ type generatorProgress struct {
 
 // generatorApart returns the lab's Generator that starts this program as
 // the generator's process, or nil (the generator in this process) when
-// the program cannot find itself.
-func generatorApart(stderr io.Writer, progress func(string, time.Duration, time.Duration)) lab.Generator {
+// the program cannot find itself. validity, when set, is the rule the
+// runs are held to instead of the default one.
+func generatorApart(stderr io.Writer, progress func(string, time.Duration, time.Duration), validity *loadtest.Validity) lab.Generator {
 	self, err := os.Executable()
 	if err != nil {
 		return nil
 	}
 	return func(ctx context.Context, sc loadtest.Scenario, shop lab.Target) (loadtest.Results, error) {
-		m, err := runGeneratorProcess(ctx, self, generatorRequest{Scenario: sc, Shop: shop}, stderr, progress, nil)
+		m, err := runGeneratorProcess(ctx, self, generatorRequest{Scenario: sc, Shop: shop, Validity: validity}, stderr, progress, nil)
 		if err != nil {
 			return loadtest.Results{}, err
 		}
@@ -158,7 +162,8 @@ func runLoadGenerator(ctx context.Context, stdin io.Reader, stdout io.Writer) er
 		Progress: func(m string, done, total time.Duration) {
 			_ = send(generatorMessage{Progress: &generatorProgress{Mode: m, Done: done, Total: total}})
 		},
-		CPU: processCPU(req.Shop.PID),
+		CPU:      processCPU(req.Shop.PID),
+		Validity: req.Validity,
 	}
 	if req.Stage != nil {
 		stopShop := func() { _ = send(generatorMessage{StopShop: true}) }

@@ -24,8 +24,9 @@ var version = ""
 const usage = `mercado — a five-service checkout shop for learning timeout budgets
 
 Usage:
-  mercado serve <gateway|orders|catalog|payments|shipping|all> [flags]
-  mercado lab [scenario|lesson7|fanout|waterfall|isolation] [flags]
+  mercado serve <gateway|orders|catalog|payments|shipping|all|netproxy> [flags]
+  mercado lab [NAME] [flags]                      (NAME: a scenario, scenario FILE, lesson7, fanout,
+                                                   waterfall, isolation, capstone, console or capacity)
   mercado load --gateway URL --admin URL --scenario NAME|FILE
   mercado mode [fragile|naive|budgeted] [flags]   (a running shop)
   mercado fault <service> [flags]                 (a running service)
@@ -36,7 +37,10 @@ Usage:
 
 Every flag --some-name can also be set as the environment variable
 MERCADO_SOME_NAME; a flag on the command line wins. Run a command with
---help to see its flags.
+--help to see its flags (mercado lab --help lists every lab).
+
+` + exitStatuses + `The other commands exit 0, 1 (an error, or budget check's findings) or 2
+(a usage error).
 `
 
 func main() {
@@ -64,6 +68,9 @@ func exitCode(err error, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "mercado:", err)
 	if errors.As(err, new(usageError)) {
 		return 2
+	}
+	if code := verdictExit(err); code != 0 {
+		return code
 	}
 	return 1
 }

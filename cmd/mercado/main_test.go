@@ -180,6 +180,9 @@ func TestServePortInUseIsNotAUsageError(t *testing.T) {
 	if err == nil || errors.As(err, new(usageError)) {
 		t.Errorf("second server on a taken port: %v, want a runtime error (exit 1)", err)
 	}
+	if err == nil || !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), "--ephemeral-ports") {
+		t.Errorf("second server on a taken port: %v, want it to say the port is taken and name --ephemeral-ports", err)
+	}
 	cancel()
 	<-first
 }

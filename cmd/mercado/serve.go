@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/serve"
@@ -85,13 +86,42 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	for _, s := range svc.settings() {
-		log.Info("configuration", "service", s.service, "flags", s.flags)
+		// serve all's five configurations are behind --log-level debug:
+		// at start it says where the shop and its console are.
+		if name == "all" {
+			log.Debug("configuration", "service", s.service, "flags", s.flags)
+		} else {
+			log.Info("configuration", "service", s.service, "flags", s.flags)
+		}
 	}
 	w, err := svc.start(ctx, log)
 	if err != nil {
-		return fmt.Errorf("serve %s: %w", name, err)
+		hint := "another program holds the port: stop it, or choose others with --addr and --admin-addr (serve all: --ephemeral-ports)"
+		if name == "all" {
+			hint = portTakenHint
+		}
+		return fmt.Errorf("serve %s: %w", name, portTaken(err, hint))
+	}
+	if s, ok := w.(*shop.Shop); ok && level <= slog.LevelInfo {
+		fmt.Fprintf(stderr, "Mercado's shop:  %s\nIts console:     http://%s/console/\n", s.GatewayURL(), s.Gateway.AdminAddr)
+		if s.Netproxy != nil {
+			fmt.Fprintf(stderr, "The wire's admin: http://%s (mercado fault --network)\n", s.Netproxy.AdminAddr)
+		}
+		fmt.Fprintln(stderr, "Ctrl-C stops it; --log-level debug shows each service's configuration.")
 	}
 	return w.Wait()
+}
+
+// portTakenHint is what to do when one of the shop's usual ports is
+// taken.
+const portTakenHint = "another program holds the port: stop it, or run with --ephemeral-ports for free ones"
+
+// portTaken adds hint to err when err is a port already in use.
+func portTaken(err error, hint string) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w (%s)", err, hint)
+	}
+	return err
 }
 
 func lookupService(name string) (service, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -391,7 +392,9 @@ func startServe(t *testing.T, tc flagCase, name string, args ...string) serveRun
 	want := 1
 	switch name {
 	case "all":
-		cmd, want = append(cmd, "--ephemeral-ports"), len(serviceNames)
+		// serve all logs its configurations at debug (a later
+		// --log-level in args wins).
+		cmd, want = append(cmd, "--ephemeral-ports", "--log-level=debug"), len(serviceNames)
 	case "gateway":
 		cmd = append(cmd, "--orders-addr=127.0.0.1:1", "--catalog-addr=127.0.0.1:1", "--admin-peers=")
 	case "orders":
@@ -642,4 +645,54 @@ func get(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 	return string(b)
+}
+
+// serve all says at start where the shop and its console are, not the
+// five services' configurations: those are behind --log-level debug.
+func TestServeAllPrintsItsURLs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "all", "--ephemeral-ports"}, env(nil), io.Discard, logs) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(logs.String(), "Its console:"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no URLs after 15 s; logs:\n%s", logs.String())
+		}
+	}
+	got := logs.String()
+	for _, re := range []string{`Mercado's shop:  http://127\.0\.0\.1:\d+\n`, `Its console:     http://127\.0\.0\.1:\d+/console/\n`} {
+		if !regexp.MustCompile(re).MatchString(got) {
+			t.Errorf("serve all printed no line matching %s:\n%s", re, got)
+		}
+	}
+	if strings.Contains(got, `"msg":"configuration"`) {
+		t.Errorf("serve all logged its configurations at the info level:\n%s", got)
+	}
+}
+
+// `mercado mode` with no mode named shows every service's, through the
+// gateway and its peers; after a switch, all five show the new one.
+func TestModeShowsEveryService(t *testing.T) {
+	all := startServe(t, flagCase{}, "all")
+	adminURL := "http://" + all.services["gateway"].admin
+	for _, want := range []string{"budgeted", "naive"} {
+		if want == "naive" {
+			if err := run(context.Background(), []string{"mode", "naive", "--admin", adminURL}, env(nil), io.Discard, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"mode", "--admin", adminURL}, env(nil), &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range serviceNames {
+			if !regexp.MustCompile(`(?m)^` + name + ` +` + want + ` `).MatchString(out.String()) {
+				t.Errorf("mercado mode shows no line for %s in %s:\n%s", name, want, out.String())
+			}
+		}
+	}
 }

@@ -47,6 +47,14 @@ func TestBadUsageIsOneLine(t *testing.T) {
 		{"mercado fault with a bad value", []string{"fault", "shipping", "--hang", "long"}, nil,
 			`mercado: fault shipping: --hang "long": want a duration such as 800ms or 2s`},
 		{"mercado mode with a bad flag", []string{"mode", "naive", "--mechanisms", "breakers=maybe"}, nil, ""},
+		{"a lab's name misspelt", []string{"lab", "lesson-7"}, nil,
+			`mercado: lab: unknown lab "lesson-7": did you mean lesson7? (mercado lab --help lists them)`},
+		{"a scenario's name misspelt", []string{"lab", "drill-76"}, nil,
+			`mercado: lab: unknown lab "drill-76": did you mean drill76? (mercado lab --help lists them)`},
+		{"a scenario's name misspelt after lab scenario", []string{"lab", "scenario", "Payments_Flaky"}, nil,
+			`mercado: lab: unknown scenario "Payments_Flaky": did you mean payments-flaky? (mercado lab --help lists them)`},
+		{"a name nothing is near", []string{"lab", "zebra"}, nil,
+			`mercado: lab: unknown lab "zebra" (mercado lab --help lists them)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -110,5 +118,55 @@ func TestNoShopSaysHowToStartOne(t *testing.T) {
 				t.Errorf("printed\n%s\nwant\n%s", got, tc.want)
 			}
 		})
+	}
+}
+
+// `mercado --help` names every lab and what a lab's exit status says;
+// `mercado lab --help` describes every lab with the flags of the one run
+// with no name (a scenario's), and `mercado lab NAME --help` that lab's
+// alone: no flag another lab takes and this one refuses.
+func TestHelpListsEveryLabAndItsOwnFlags(t *testing.T) {
+	help := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), args, env(nil), &stdout, &stderr); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return stdout.String() + stderr.String()
+	}
+	labs := []string{"lesson7", "fanout", "waterfall", "isolation", "capstone", "console", "capacity"}
+	top := help("--help")
+	for _, want := range append(labs, "3  a check failed", "4  a run was INVALID") {
+		if !strings.Contains(top, want) {
+			t.Errorf("mercado --help lacks %q:\n%s", want, top)
+		}
+	}
+	overview := help("lab", "--help")
+	for _, want := range append(labs, "drill76", "4  a run was INVALID", "-quick", "-out") {
+		if !strings.Contains(overview, want) {
+			t.Errorf("mercado lab --help lacks %q:\n%s", want, overview)
+		}
+	}
+	for _, tc := range []struct {
+		lab        string
+		has, lacks []string
+	}{
+		{"capstone", []string{"-report", "-quick", "3  a check failed"}, []string{"-out"}},
+		{"lesson7", []string{"-out", "-deadline", "4  a run was INVALID"}, []string{"-quick", "-report"}},
+		{"capacity", []string{"-database-url"}, []string{"-out", "Exit status"}},
+		{"drift", []string{"-quick", "-out", "The drift scenario:"}, []string{"-report", "-deadline"}},
+	} {
+		got := help("lab", tc.lab, "--help")
+		flags := got[strings.Index(got, "Flags:"):]
+		for _, want := range tc.has {
+			if !strings.Contains(got, want) {
+				t.Errorf("mercado lab %s --help lacks %q:\n%s", tc.lab, want, got)
+			}
+		}
+		for _, unwanted := range tc.lacks {
+			if strings.Contains(flags, "  "+unwanted+" ") || strings.Contains(flags, "  "+unwanted+"\n") || strings.Contains(got, unwanted) && !strings.HasPrefix(unwanted, "-") {
+				t.Errorf("mercado lab %s --help lists %q, which it does not take:\n%s", tc.lab, unwanted, got)
+			}
+		}
 	}
 }

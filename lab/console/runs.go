@@ -39,6 +39,11 @@ type RunState struct {
 	// Checks are the scenario's checks, once done: PASS or FAIL each.
 	Checks []string `json:"checks,omitempty"`
 	Passed bool     `json:"passed"`
+	// Verdict, once done, weighs the checks and the runs' validity:
+	// PASS, FAIL, or INVALID when a mode's generator fell behind its
+	// schedule. Invalid says, for each such mode, why and what to do.
+	Verdict loadtest.Verdict `json:"verdict,omitempty"`
+	Invalid []string         `json:"invalid,omitempty"`
 	// Report is the link to the run's report, once done.
 	Report string `json:"report,omitempty"`
 	Error  string `json:"error,omitempty"`
@@ -92,7 +97,8 @@ func (r *runs) update(f func(*RunState)) {
 // ScenarioRequest is the body of POST /console/api/scenario.
 type ScenarioRequest struct {
 	Name string `json:"name"`
-	// Quick shortens every phase to a fifth (mercado lab --quick).
+	// Quick shortens each phase to its quick length, else to a fifth
+	// (mercado lab --quick).
 	Quick bool `json:"quick"`
 }
 
@@ -139,10 +145,16 @@ func (r *runs) run(ctx context.Context, n int, sc loadtest.Scenario) {
 	case err != nil:
 		r.cur.State, r.cur.Error = "failed", err.Error()
 	default:
-		r.cur.State, r.cur.Passed, r.cur.DoneS = "done", res.Passed(), r.cur.TotalS
+		r.cur.State, r.cur.DoneS = "done", r.cur.TotalS
+		r.cur.Verdict, r.cur.Passed = res.Verdict, res.Verdict == loadtest.VerdictPass
 		r.cur.Mode, r.cur.Phase, r.cur.FaultOn, r.cur.Faults = "", "", false, ""
-		for _, c := range res.Checks {
-			r.cur.Checks = append(r.cur.Checks, c.Describe())
+		for _, c := range report.Claims(res.Checks) {
+			r.cur.Checks = append(r.cur.Checks, c.String())
+		}
+		for _, m := range res.Modes {
+			if !m.Valid {
+				r.cur.Invalid = append(r.cur.Invalid, report.InvalidLine(m))
+			}
 		}
 		r.reports[n] = page.Bytes()
 		delete(r.reports, n-keepReports)

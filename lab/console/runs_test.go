@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/slowtest"
 	"github.com/mercado-lab/mercado/lab/console"
 	"github.com/mercado-lab/mercado/lab/shop"
+	"github.com/mercado-lab/mercado/loadtest"
 )
 
 // state reads the console's state.
@@ -26,6 +28,7 @@ func state(t *testing.T, base string) console.State {
 // with the fault-on phase said as such, and ends with its checks and a
 // report the console serves.
 func TestScenarioRunEndsWithAReport(t *testing.T) {
+	slowtest.Require(t, "a scenario run from the console, about 16 s")
 	_, base := startShop(t, shop.EphemeralConfig())
 	status, _, body := call(t, http.MethodPost, base+"api/scenario", "", "application/json", `{"name":"lesson7","quick":true}`)
 	if status != http.StatusAccepted {
@@ -62,6 +65,12 @@ func TestScenarioRunEndsWithAReport(t *testing.T) {
 	}
 	if len(run.Checks) == 0 || run.Report == "" {
 		t.Fatalf("run = %+v, want its checks and a report", run)
+	}
+	if run.Verdict == "" || !strings.HasPrefix(run.Checks[0], "PASS  ") && !strings.HasPrefix(run.Checks[0], "FAIL  ") {
+		t.Errorf("verdict %q, checks %q: want a verdict, and each check PASS or FAIL", run.Verdict, run.Checks)
+	}
+	if (run.Verdict == loadtest.VerdictInvalid) != (len(run.Invalid) > 0) {
+		t.Errorf("verdict %s with invalid runs %q: INVALID exactly when a run was", run.Verdict, run.Invalid)
 	}
 	status, ctype, page := call(t, http.MethodGet, strings.TrimSuffix(base, "/console/")+run.Report, "", "", "")
 	if status != http.StatusOK || !strings.HasPrefix(ctype, "text/html") || !strings.Contains(string(page), "lesson7") {
