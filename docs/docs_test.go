@@ -27,6 +27,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/mercado-lab/mercado/internal/slowtest"
 )
 
 // root is the repository root, seen from this package's directory.
@@ -108,6 +110,7 @@ const (
 )
 
 func TestDocumentedCommands(t *testing.T) {
+	slowtest.Require(t, "the documented commands take about five minutes")
 	run, _, problems := runnables(allBlocks(t))
 	if len(problems) > 0 {
 		t.Fatalf("the docs' markers are wrong (see TestEveryShellBlockIsMarked): %v", errors.Join(problems...))
@@ -117,9 +120,6 @@ func TestDocumentedCommands(t *testing.T) {
 		return
 	}
 	inCI := os.Getenv("CI") != ""
-	if testing.Short() && !inCI {
-		t.Skip("-short: the documented commands take minutes; run without -short to run them")
-	}
 	bin := buildMercado(t)
 	err := rerunInNamespace(t, bin)
 	switch {

@@ -17,6 +17,7 @@ import (
 // rate doubles up to the maximum, each mode reports it as sustained, and
 // the overhead comparison runs both modes at half of it.
 func TestCapacitySearch(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultCapacity()
 	cfg.Start, cfg.Max, cfg.Step, cfg.P99 = 10, 20, 500*time.Millisecond, time.Second
 	var lines []string
@@ -60,6 +61,7 @@ func TestCapacitySearch(t *testing.T) {
 // the first rate, so the search halves down to 1/s and reports no
 // maximum and no overhead.
 func TestCapacityFindsNothingWhenNoRateHolds(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultCapacity()
 	cfg.Modes = []mode.Mode{mode.Budgeted}
 	cfg.Start, cfg.Max, cfg.Step, cfg.P99 = 10, 80, 500*time.Millisecond, time.Millisecond

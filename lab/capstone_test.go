@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/mercado-lab/mercado/internal/budget"
+	"github.com/mercado-lab/mercado/internal/slowtest"
 	"github.com/mercado-lab/mercado/lab/shop"
 )
 
@@ -36,6 +37,7 @@ func shortCapstone() CapstoneConfig {
 // browsing at least as well as the one before; the last keeps it green
 // and answers checkouts by the deadline.
 func TestCapstone(t *testing.T) {
+	slowtest.Require(t, "four capstone stages, about 30 s")
 	cfg := shortCapstone()
 	var stages []string
 	res, err := Capstone(context.Background(), cfg, slog.New(slog.DiscardHandler), func(s string, _, _ time.Duration) {

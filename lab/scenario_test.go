@@ -13,6 +13,7 @@ import (
 // applied, and the results carry summaries, series, phases and the
 // services' own figures.
 func TestScenarioRunsEveryModeAndPhase(t *testing.T) {
+	t.Parallel()
 	sc, err := loadtest.ParseScenario([]byte(`
 name: tiny
 description: a test
@@ -140,6 +141,7 @@ func TestBuiltinScenariosParse(t *testing.T) {
 // within the deadline through the stall; naive ones, waiting for
 // shipping's own timeout at every retry, do not.
 func TestNetworkScenario(t *testing.T) {
+	t.Parallel()
 	sc, err := loadtest.LoadScenario("network-stall")
 	if err != nil {
 		t.Fatal(err)

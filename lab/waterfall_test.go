@@ -14,6 +14,7 @@ import (
 // its 400 ms cap by what is left, times out, the client gets 202
 // processing within the budget, and the order settles afterwards.
 func TestWaterfall(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultWaterfall()
 	// The lesson's final write takes 75 ms of the 80 ms orders keeps for
 	// it: 5 ms of slack, which a race-instrumented build on a busy

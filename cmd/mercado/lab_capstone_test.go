@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/budget"
+	"github.com/mercado-lab/mercado/internal/slowtest"
 	"github.com/mercado-lab/mercado/lab"
 	"github.com/mercado-lab/mercado/loadtest"
 )
@@ -25,6 +26,7 @@ import (
 // figures — the generator answers the run's last counters with those it
 // read before the stop, since the stopped shop answers nothing.
 func TestCapstoneGeneratorApart(t *testing.T) {
+	slowtest.Require(t, "a capstone through the generator process, about 20 s")
 	gen := stageGeneratorApart(io.Discard)
 	if gen == nil {
 		t.Skip("this program cannot find its own executable")

@@ -274,7 +274,10 @@ func dbOutage(db pgtest.Database, d time.Duration) string {
 		return err.Error()
 	}
 	var cut int
-	_ = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = $1`, db.Name).Scan(&cut)
+	// The shop's own connections: an autovacuum worker may be in the
+	// database too, and only a superuser may end it (asking to would
+	// fail the whole statement, and cut nothing).
+	_ = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = $1 AND usename = current_user`, db.Name).Scan(&cut)
 	time.Sleep(d)
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+ident+" ALLOW_CONNECTIONS true"); err != nil {
 		return err.Error()
@@ -386,8 +389,17 @@ func checkInvariants(t *testing.T, url string, answers []answer, stockBefore int
 	// failed.
 	t.Logf("idempotency keys held with no stored answer: %d",
 		q(`SELECT count(*) FROM orders.idempotency_keys WHERE NOT completed`))
-	mustZero("database connections busy after the load", `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()`)
+	// The outbox workers poll every 250 ms, and on a busy machine a poll
+	// can be caught running: a connection is busy after the load when it
+	// stays busy, not when one reading finds a poll.
+	busy := `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()`
+	for end := time.Now().Add(3 * time.Second); q(busy) != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			mustZero("database connections busy for 3 s after the load", busy)
+			break
+		}
+	}
 
 	// Every accepted checkout is in exactly one final state, the one the
 	// client can read: a 201 is a confirmed order; a 202 settled as

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/postgres/pgtest"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/slowtest"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/loadtest"
 )
@@ -97,6 +98,7 @@ func heapInuse() uint64 {
 // end is bounded per order stored, goroutines and file descriptors return
 // to their baseline once the shop stops, and no goroutine leaks (TestMain).
 func TestSoak(t *testing.T) {
+	slowtest.Require(t, "a 15 s soak")
 	// The memory stores keep every order and key, about 2 KiB each.
 	soak(t, shop.EphemeralConfig(), nil, 8<<10)
 }

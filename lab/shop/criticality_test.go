@@ -36,6 +36,7 @@ type degradedAnswer struct {
 // estimate's slice — the answer comes well before it would end; naive
 // waits for the estimate in line and fails the checkout with it.
 func TestHungEstimateEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, m := range []mode.Mode{mode.Budgeted, mode.Naive} {
 		t.Run(string(m), func(t *testing.T) {
 			// Budgeted: long, so that waiting for it would show. Naive:

@@ -30,6 +30,7 @@ const drainBound = 20 * time.Second
 // while orders and the leaves still serve, so the checkout in flight
 // completes with its 201 and a confirmed order. Then the shop stops.
 func TestStopDrainsCheckoutInFlight(t *testing.T) {
+	t.Parallel()
 	// The hold is the margin the test has between seeing the checkout in
 	// flight and checking the 503: milliseconds of work, seconds allowed.
 	const hold = 4 * time.Second

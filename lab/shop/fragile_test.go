@@ -39,6 +39,7 @@ func fragileShop(t *testing.T, overrides string) *shop.Shop {
 // for its drain timeout, then cuts off the work still in flight, and
 // returns within a few seconds although the checkout would wait an hour.
 func TestFragileCheckoutWaitsUntilStopped(t *testing.T) {
+	t.Parallel()
 	const stillWaiting = 4 * time.Second
 	s := fragileShop(t, "")
 	stopped := false

@@ -14,6 +14,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/slowtest"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/services/payments"
 )
@@ -330,6 +331,7 @@ func runRetryingLoad(t *testing.T, m mode.Mode) loadResult {
 // are ignored, the retries make new orders and new charges for checkouts
 // already charged.
 func TestDuplicateChargesUnderTimeouts(t *testing.T) {
+	slowtest.Require(t, "retrying load in both modes, about 18 s")
 	start := time.Now()
 	results := map[mode.Mode]loadResult{}
 	for _, m := range []mode.Mode{mode.Budgeted, mode.Naive} {

@@ -54,6 +54,7 @@ func TestNetworkPutsAProxyOnEveryLink(t *testing.T) {
 // harness, at 3 s); budgeted answers within the checkout's 1 s deadline
 // (the shipment left to the outbox).
 func TestStalledShippingLink(t *testing.T) {
+	t.Parallel()
 	const deadline = time.Second
 	const harness = 3 * time.Second
 	for _, m := range []mode.Mode{mode.Fragile, mode.Budgeted} {
