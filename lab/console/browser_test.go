@@ -19,6 +19,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/slowtest"
 	"github.com/mercado-lab/mercado/lab/shop"
 )
 
@@ -28,8 +29,9 @@ import (
 // each take effect — in the shop's own admin APIs and on the page. The
 // page must log no error, throw no exception, and send no request off
 // loopback. With MERCADO_SCREENSHOTS=<dir> it saves console.png there
-// (1400×900), the picture in README.md.
+// (1400×900), the picture in docs/console.md.
 func TestConsoleInChromium(t *testing.T) {
+	slowtest.Require(t, "Chromium")
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -77,7 +79,9 @@ func TestConsoleInChromium(t *testing.T) {
 	if err := chromedp.Listen(ctx, listen); err != nil {
 		t.Fatal(err)
 	}
-	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+	// The helpers take the test they run in: a subtest must not fail its
+	// parent.
+	run := func(t *testing.T, what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, steps...); err != nil {
 			t.Fatalf("%s: %v", what, err)
@@ -85,7 +89,7 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	// waitFor polls a JavaScript predicate on the page, generously: the
 	// machine may be busy.
-	waitFor := func(what, predicate string) {
+	waitFor := func(t *testing.T, what, predicate string) {
 		t.Helper()
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
@@ -93,22 +97,13 @@ func TestConsoleInChromium(t *testing.T) {
 			t.Fatalf("%s: the page never showed it (%s): %v", what, predicate, err)
 		}
 	}
-	eval := func(expr string) float64 {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[float64](expr))
-		if err != nil {
-			t.Fatalf("%s: %v", expr, err)
-		}
-		return v
-	}
-
-	run("open the console", chromedp.EmulateViewport(1400, 900), chromedp.Navigate(base))
-	waitFor("the event stream", `document.querySelector("#conn").textContent.includes("live")`)
-	waitFor("the mode", `document.querySelector("#mode-now").textContent.includes("budgeted · all 5 services")`)
+	run(t, "open the console", chromedp.EmulateViewport(1400, 900), chromedp.Navigate(base))
+	waitFor(t, "the event stream", `document.querySelector("#conn").textContent.includes("live")`)
+	waitFor(t, "the mode", `document.querySelector("#mode-now").textContent.includes("budgeted · all 5 services")`)
 
 	t.Run("switching the mode switches every service", func(t *testing.T) {
 		for _, m := range []mode.Mode{mode.Naive, mode.Budgeted} {
-			run("click "+string(m), chromedp.Click(chromedp.CSS(`button[data-mode="`+string(m)+`"]`)))
+			run(t, "click "+string(m), chromedp.Click(chromedp.CSS(`button[data-mode="`+string(m)+`"]`)))
 			eventually(t, "every service in "+string(m), func() error {
 				for _, p := range s.Processes() {
 					v, err := admin.Client{URL: "http://" + p.AdminAddr}.Mode(ctx)
@@ -121,12 +116,12 @@ func TestConsoleInChromium(t *testing.T) {
 				}
 				return nil
 			})
-			waitFor("the page's mode", `document.querySelector("#mode-now").textContent.includes("`+string(m)+` · all 5 services")`)
+			waitFor(t, "the page's mode", `document.querySelector("#mode-now").textContent.includes("`+string(m)+` · all 5 services")`)
 		}
 	})
 
 	t.Run("a fault set in the page shows in the next checkout's hop", func(t *testing.T) {
-		run("set shipping's fault",
+		run(t, "set shipping's fault",
 			chromedp.SetValue(chromedp.CSS("#fault-service"), "shipping"),
 			chromedp.Evaluate[chromedp.Void](`document.querySelector("#fault-service").dispatchEvent(new Event("change"))`),
 			chromedp.SetValue(chromedp.CSS("#fault-method"), "CreateShipment"),
@@ -142,14 +137,14 @@ func TestConsoleInChromium(t *testing.T) {
 			}
 			return nil
 		})
-		run("send one checkout", chromedp.Click(chromedp.CSS("#one-checkout")))
-		waitFor("the checkout's shipping hop", `(() => { const r = document.querySelector('#hops tr[data-hop="shipping"]'); return r && Number(r.dataset.took) >= 150 })()`)
+		run(t, "send one checkout", chromedp.Click(chromedp.CSS("#one-checkout")))
+		waitFor(t, "the checkout's shipping hop", `(() => { const r = document.querySelector('#hops tr[data-hop="shipping"]'); return r && Number(r.dataset.took) >= 150 })()`)
 	})
 
 	t.Run("the chain shows the budget shrinking hop by hop", func(t *testing.T) {
 		rem := map[string]float64{}
 		for _, hop := range []string{"orders", "catalog", "fraud", "payments", "shipping"} {
-			rem[hop] = eval(`Number(document.querySelector('#hops tr[data-hop="` + hop + `"]').dataset.rem)`)
+			rem[hop] = evaluate[float64](t, ctx, `Number(document.querySelector('#hops tr[data-hop="`+hop+`"]').dataset.rem)`)
 		}
 		// In budgeted mode catalog and the fraud screen start at once;
 		// the charge starts when both are back (80 ms on), shipping when
@@ -160,23 +155,23 @@ func TestConsoleInChromium(t *testing.T) {
 		if d := rem["catalog"] - rem["fraud"]; d > 20 || d < -20 {
 			t.Errorf("catalog arrived with %.1f ms and the fraud screen with %.1f: want them together, as budgeted runs them at once", rem["catalog"], rem["fraud"])
 		}
-		bars := eval(`document.querySelectorAll("#chain rect.budget").length`)
+		bars := evaluate[float64](t, ctx, `document.querySelectorAll("#chain rect.budget").length`)
 		if bars < 6 {
 			t.Errorf("the chain draws %v budget bars, want one for the client, gateway, orders and each leaf called", bars)
 		}
 	})
 
 	t.Run("traffic started in the page reaches the live charts", func(t *testing.T) {
-		run("start traffic",
+		run(t, "start traffic",
 			chromedp.SetValue(chromedp.CSS("#rate-checkout"), "10"),
 			chromedp.SetValue(chromedp.CSS("#rate-browse"), "5"),
 			chromedp.Click(chromedp.CSS("#start-traffic")))
-		waitFor("points on the goodput chart", `Number(document.querySelector("#chart-goodput").dataset.points) >= 6`)
-		waitFor("points on the latency chart", `Number(document.querySelector("#chart-latency").dataset.points) >= 6`)
-		waitFor("a pool at work", `document.querySelectorAll("#pools .pool").length > 0`)
-		waitFor("traced checkouts", `document.querySelectorAll("#checkouts li").length >= 4`)
+		waitFor(t, "points on the goodput chart", `Number(document.querySelector("#chart-goodput").dataset.points) >= 6`)
+		waitFor(t, "points on the latency chart", `Number(document.querySelector("#chart-latency").dataset.points) >= 6`)
+		waitFor(t, "a pool at work", `document.querySelectorAll("#pools .pool").length > 0`)
+		waitFor(t, "traced checkouts", `document.querySelectorAll("#checkouts li").length >= 4`)
 		if dir := os.Getenv("MERCADO_SCREENSHOTS"); dir != "" {
-			run("let a few seconds of the minute fill", chromedp.Sleep(6*time.Second),
+			run(t, "let a few seconds of the minute fill", chromedp.Sleep(6*time.Second),
 				chromedp.Evaluate[chromedp.Void](`document.activeElement.blur(); window.scrollTo(0, 0)`))
 			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 			if err != nil {
@@ -188,13 +183,18 @@ func TestConsoleInChromium(t *testing.T) {
 			}
 			t.Logf("wrote %s", path)
 		}
-		// Picking an older checkout shows its hops, and stays on it.
-		n := eval(`Number(document.querySelectorAll("#checkouts button")[2].dataset.n)`)
-		run("pick an older checkout", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#checkouts button[data-n="%d"]`, int(n)))))
-		waitFor("its hop table", fmt.Sprintf(`document.querySelector("#hops-caption").textContent.startsWith("Hops of checkout #%d ")`, int(n)))
-		waitFor("its chain", fmt.Sprintf(`document.querySelector("#chain-caption").textContent.startsWith("Checkout #%d:")`, int(n)))
-		run("stop traffic", chromedp.Click(chromedp.CSS("#stop-traffic")))
-		waitFor("the traffic stopped", `document.querySelector("#traffic-now").textContent.includes("stopped")`)
+		// Picking an older checkout shows its hops, and stays on it after
+		// newer checkouts push it out of the list.
+		n := int(evaluate[float64](t, ctx, `Number(document.querySelectorAll("#checkouts button")[2].dataset.n)`))
+		run(t, "pick an older checkout", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#checkouts button[data-n="%d"]`, n))))
+		showsIt := fmt.Sprintf(`document.querySelector("#hops-caption").textContent.startsWith("Hops of checkout #%d ") && document.querySelector("#chain-caption").textContent.startsWith("Checkout #%d:")`, n, n)
+		waitFor(t, "its hops and chain", showsIt)
+		waitFor(t, "it leaving the list", fmt.Sprintf(`!document.querySelector('#checkouts button[data-n="%d"]')`, n))
+		if !evaluate[bool](t, ctx, showsIt) {
+			t.Errorf("checkout #%d left the list and the page stopped showing it", n)
+		}
+		run(t, "stop traffic", chromedp.Click(chromedp.CSS("#stop-traffic")))
+		waitFor(t, "the traffic stopped", `document.querySelector("#traffic-now").textContent.includes("stopped")`)
 	})
 
 	message, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#message")))
@@ -219,6 +219,16 @@ func describeException(e *runtime.EventExceptionThrown) string {
 		return e.ExceptionDetails.Exception.Description
 	}
 	return ""
+}
+
+// evaluate returns the value of a JavaScript expression on the page.
+func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return v
 }
 
 // eventually retries check for up to 20 s, until it passes.

@@ -41,7 +41,7 @@ const LEAVES = [
 const view = {
   state: null,
   checkouts: [], // newest last
-  selected: null, // the checkout's n the user picked; null follows the newest
+  selected: null, // the checkout the user picked, kept after it leaves the list; null follows the newest
   tick: null,
   mechanismsDirty: false,
 };
@@ -244,10 +244,15 @@ function drawRun(run) {
     p(run.fault_on ? "⚠ fault on: " + run.faults : "○ no fault in this phase", run.fault_on ? "fault-on" : "");
   }
   if (run.error) p("✗ " + run.error, "fault-on");
+  for (const line of run.invalid || []) p("⚠ " + line, "fault-on");
   if (run.checks && run.checks.length) {
     const ul = document.createElement("ul");
     for (const c of run.checks) ul.append(Object.assign(document.createElement("li"), { textContent: c }));
     parts.push(ul);
+  }
+  if (run.verdict) {
+    const words = { PASS: "every check passed", FAIL: "a check failed", INVALID: "a run was INVALID: its checks are not a measurement" };
+    p("Verdict: " + run.verdict + " (" + (words[run.verdict] || "") + ")", run.verdict === "PASS" ? "" : "fault-on");
   }
   if (run.report) {
     const a = document.createElement("a");
@@ -266,11 +271,7 @@ function drawRun(run) {
 
 function shown() {
   if (view.checkouts.length === 0) return null;
-  if (view.selected !== null) {
-    const c = view.checkouts.find((c) => c.n === view.selected);
-    if (c) return c;
-  }
-  return view.checkouts[view.checkouts.length - 1];
+  return view.selected || view.checkouts[view.checkouts.length - 1];
 }
 
 function resultText(co) {
@@ -278,31 +279,37 @@ function resultText(co) {
   return sym + " " + co.result;
 }
 
+// drawCheckouts updates the list in place: a button keeps its node while
+// it stays in the list, so a click is not lost when a checkout arrives
+// between the press and the release.
 function drawCheckouts() {
   const list = $("#checkouts");
-  const focused = document.activeElement && list.contains(document.activeElement) ? document.activeElement.dataset.n : null;
   const co = shown();
+  const kept = new Map([...list.children].map((li) => [Number(li.firstChild.dataset.n), li]));
   const items = [...view.checkouts].reverse().map((c) => {
-    const li = document.createElement("li");
-    const b = document.createElement("button");
-    b.type = "button";
-    b.dataset.n = c.n;
-    b.textContent = "#" + c.n + " " + resultText(c) + " " + Math.round(c.took_ms) + " ms";
-    b.setAttribute("aria-label", "checkout " + c.n + ": " + c.result + " in " + Math.round(c.took_ms) + " ms, HTTP " + (c.status || "none"));
-    b.setAttribute("aria-current", String(co && co.n === c.n));
-    b.addEventListener("click", () => {
-      const newest = view.checkouts[view.checkouts.length - 1];
-      view.selected = newest && newest.n === c.n ? null : c.n;
-      drawCheckouts();
-    });
-    li.append(b);
+    let li = kept.get(c.n);
+    if (!li) {
+      li = document.createElement("li");
+      const b = document.createElement("button");
+      b.type = "button";
+      b.dataset.n = c.n;
+      b.textContent = "#" + c.n + " " + resultText(c) + " " + Math.round(c.took_ms) + " ms";
+      b.setAttribute("aria-label", "checkout " + c.n + ": " + c.result + " in " + Math.round(c.took_ms) + " ms, HTTP " + (c.status || "none"));
+      b.addEventListener("click", () => {
+        const newest = view.checkouts[view.checkouts.length - 1];
+        view.selected = newest && newest.n === c.n ? null : c;
+        drawCheckouts();
+      });
+      li.append(b);
+    }
+    li.firstChild.setAttribute("aria-current", String(co !== null && co.n === c.n));
     return li;
   });
-  list.replaceChildren(...items);
-  if (focused) {
-    const again = list.querySelector("[data-n='" + focused + "']");
-    if (again) again.focus();
-  }
+  const wanted = new Set(items);
+  for (const li of [...list.children]) if (!wanted.has(li)) li.remove();
+  items.forEach((li, i) => {
+    if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
+  });
   drawChain(co);
   drawHopTable(co);
 }
