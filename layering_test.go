@@ -3,6 +3,12 @@
 //
 //	pkg/, internal/   plumbing every service shares: imports no service,
 //	                  no lab and no load test
+//	internal/resilience/...
+//	                  the mechanisms (chains, bulkhead, breaker, retry):
+//	                  import none of the service plumbing (serve, admin,
+//	                  postgres, dial) and none of the lab's tooling
+//	                  (faults, netfault, budget planning and checks), so
+//	                  that a reader can open them alone
 //	services/<name>   one service each
 //	loadtest/         the load generator and its report: sends the traffic
 //	                  and measures it; imports no service and no lab, and
@@ -55,6 +61,8 @@ func TestLayering(t *testing.T) {
 	}{
 		{"./internal/...", []string{"services/", "lab", "loadtest", "cmd/"}},
 		{"./pkg/...", []string{"internal/", "services/", "lab", "loadtest", "cmd/"}},
+		{"./internal/resilience/...", []string{"internal/serve", "internal/admin", "internal/postgres", "internal/dial",
+			"internal/faults", "internal/netfault", "internal/budget", "internal/budgetcheck", "services/", "lab", "loadtest", "cmd/"}},
 		{"./loadtest/...", []string{"services/", "lab", "cmd/", "internal/admin", "internal/telemetry"}},
 		{"./services/...", []string{"lab", "loadtest", "cmd/"}},
 	}

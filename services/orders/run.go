@@ -40,37 +40,44 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	deps := newDependencies(kit, cfg)
 	var cs conns
 	kit.OnClose(func() { cs.Close() })
-	for _, d := range []struct {
-		addr  string
-		chain []grpc.UnaryClientInterceptor
-	}{
-		{cfg.CatalogAddr, []grpc.UnaryClientInterceptor{deps.catalog}},
-		// After the chain, each attempt that leaves is recorded, to tell a
-		// charge that cannot have taken money (notcharged.go).
-		{cfg.PaymentsAddr, []grpc.UnaryClientInterceptor{deps.payments, recordSent}},
-		{cfg.ShippingAddr, []grpc.UnaryClientInterceptor{deps.shipping}},
-		{cfg.PaymentsAddr, []grpc.UnaryClientInterceptor{deps.fraud}},
-		{cfg.ShippingAddr, []grpc.UnaryClientInterceptor{deps.estimate}},
-		{cfg.PaymentsAddr, []grpc.UnaryClientInterceptor{deps.audit}},
-	} {
-		cc, err := dial.Conn(d.addr, dial.Options{
-			Interceptors:   d.chain,
+	// connect opens one connection per dependency, each with its own
+	// chain; after the first failure it opens nothing more.
+	var dialErr error
+	connect := func(addr string, chain ...grpc.UnaryClientInterceptor) *grpc.ClientConn {
+		if dialErr != nil {
+			return nil
+		}
+		cc, err := dial.Conn(addr, dial.Options{
+			Interceptors:   chain,
 			StatsHandler:   kit.Tracing.GRPCClientHandler(),
 			ConnectTimeout: kit.ConnectTimeout,
 		})
 		if err != nil {
-			kit.Close()
-			return nil, err
+			dialErr = err
+			return nil
 		}
 		cs = append(cs, cc)
+		return cc
+	}
+	catalog := connect(cfg.CatalogAddr, deps.catalog)
+	// After the chain, each attempt that leaves is recorded, to tell a
+	// charge that cannot have taken money (notcharged.go).
+	payments := connect(cfg.PaymentsAddr, deps.payments, recordSent)
+	shipping := connect(cfg.ShippingAddr, deps.shipping)
+	fraud := connect(cfg.PaymentsAddr, deps.fraud)
+	estimate := connect(cfg.ShippingAddr, deps.estimate)
+	audit := connect(cfg.PaymentsAddr, deps.audit)
+	if dialErr != nil {
+		kit.Close()
+		return nil, dialErr
 	}
 	svc, err := NewService(Deps{
 		Store: store, Keys: keys,
-		Catalog:  catalogClient{catalogv1.NewCatalogServiceClient(cs[0])},
-		Payments: paymentsClient{paymentsv1.NewPaymentsServiceClient(cs[1])},
-		Shipping: shippingClient{shippingv1.NewShippingServiceClient(cs[2]), shippingv1.NewShippingServiceClient(cs[4])},
-		Fraud:    fraudClient{paymentsv1.NewPaymentsServiceClient(cs[3])},
-		Audit:    auditClient{paymentsv1.NewPaymentsServiceClient(cs[5])},
+		Catalog:  catalogClient{catalogv1.NewCatalogServiceClient(catalog)},
+		Payments: paymentsClient{paymentsv1.NewPaymentsServiceClient(payments)},
+		Shipping: shippingClient{shippingv1.NewShippingServiceClient(shipping), shippingv1.NewShippingServiceClient(estimate)},
+		Fraud:    fraudClient{paymentsv1.NewPaymentsServiceClient(fraud)},
+		Audit:    auditClient{paymentsv1.NewPaymentsServiceClient(audit)},
 		Settings: kit.Settings, Log: kit.Log, Work: kit.Faults, Metrics: kit.Metrics,
 	})
 	if err != nil {

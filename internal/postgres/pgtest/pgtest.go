@@ -6,8 +6,8 @@
 // server and DROP DATABASE ... WITH (FORCE) when the test ends, so tests
 // never see each other's rows, may run in parallel, and leave nothing
 // behind. The role in the URL needs CREATEDB. Creating and dropping a
-// database took 0.3 to 0.8 s together on a 2-core machine, so store
-// suites run their tests in parallel (t.Parallel). Migrating the new
+// database costs a good part of a second, so store suites run their
+// tests in parallel (t.Parallel). Migrating the new
 // database is each test's own business, so every test that uses one
 // exercises the migrations too.
 package pgtest
@@ -38,7 +38,7 @@ const (
 
 // SkipMessage is why PostgreSQL tests skip when no server is configured.
 const SkipMessage = "set " + EnvTestURL + " to run the PostgreSQL store tests " +
-	"(e.g. postgres://mercado:mercado@127.0.0.1:5432/mercado?sslmode=disable; see README)"
+	"(e.g. postgres://mercado:mercado@127.0.0.1:5432/mercado?sslmode=disable; see docs/running.md)"
 
 // AdminURL returns the URL of the server's maintenance database, from
 // which test databases are created, or skips t when none is configured.

@@ -43,10 +43,10 @@ type Settings struct {
 // concurrent use and must not be copied.
 //
 // The FIFO queue is a small intrusive list rather than
-// golang.org/x/sync/semaphore.Weighted (also FIFO): this module does not
-// require x/sync, and the pool needs what Weighted does not expose — the
-// queue length (for MaxQueue and Stats.Waiting) and a MaxWait bound
-// enforced without deriving a context per waiter.
+// golang.org/x/sync/semaphore.Weighted (also FIFO): the pool needs what
+// Weighted does not expose — the queue length (for MaxQueue and
+// Stats.Waiting) and a MaxWait bound enforced without deriving a context
+// per waiter.
 type Pool struct {
 	name     string
 	capacity int
