@@ -1,14 +1,18 @@
 // The layering of Mercado's packages, checked: composition sits above what
 // it composes, never below.
 //
-//	pkg/, internal/   plumbing every service shares: imports no service,
+//	pkg/              the mechanisms, a library a reader can open alone:
+//	                  the budget (pkg/deadline) and the bulkhead,
+//	                  breaker and retry (pkg/resilience/...); imports
+//	                  nothing of Mercado outside pkg/
+//	internal/         plumbing every service shares: imports no service,
 //	                  no lab and no load test
-//	internal/resilience/...
-//	                  the mechanisms (chains, bulkhead, breaker, retry):
-//	                  import none of the service plumbing (serve, admin,
-//	                  postgres, dial) and none of the lab's tooling
-//	                  (faults, netfault, budget planning and checks), so
-//	                  that a reader can open them alone
+//	internal/resilience
+//	                  the chains that put the mechanisms around every
+//	                  request and call: import none of the service
+//	                  plumbing (serve, admin, postgres, dial) and none of
+//	                  the lab's tooling (faults, netfault, budget planning
+//	                  and checks)
 //	services/<name>   one service each
 //	loadtest/         the load generator and its report: sends the traffic
 //	                  and measures it; imports no service and no lab, and

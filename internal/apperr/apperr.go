@@ -75,6 +75,10 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// GRPCCode is the gRPC code e maps to (GRPCCode), for the code that reads
+// it without importing this package (retry's policies).
+func (e *Error) GRPCCode() codes.Code { return GRPCCode(e) }
+
 // New returns an error with code and a formatted public message.
 func New(code Code, format string, args ...any) error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}

@@ -8,10 +8,10 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/mercado-lab/mercado/internal/mode"
-	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/internal/timing"
 	"github.com/mercado-lab/mercado/pkg/deadline"
+	"github.com/mercado-lab/mercado/pkg/resilience/bulkhead"
 )
 
 // serveThrough runs handler behind the interceptor chain, as a gRPC

@@ -1,8 +1,8 @@
 package resilience
 
 import (
-	"github.com/mercado-lab/mercado/internal/resilience/breaker"
 	"github.com/mercado-lab/mercado/pkg/deadline"
+	"github.com/mercado-lab/mercado/pkg/resilience/breaker"
 )
 
 // classBreakers are one dependency's circuit breakers, one per traffic

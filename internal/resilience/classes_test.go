@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mercado-lab/mercado/internal/mode"
-	"github.com/mercado-lab/mercado/internal/resilience/breaker"
-	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
 	"github.com/mercado-lab/mercado/pkg/deadline"
+	"github.com/mercado-lab/mercado/pkg/resilience/breaker"
+	"github.com/mercado-lab/mercado/pkg/resilience/bulkhead"
 )
 
 // hangs is a dependency that never answers: every call ends when its

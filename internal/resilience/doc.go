@@ -15,6 +15,6 @@
 //
 // inbound.go holds the server side's pools, outbound.go one dependency's
 // bulkhead, breaker and retry budget. The mechanisms themselves live in
-// the subpackages bulkhead, breaker and retry; pkg/deadline holds the
-// budget.
+// pkg/: pkg/deadline holds the budget, pkg/resilience/bulkhead,
+// pkg/resilience/breaker and pkg/resilience/retry the rest.
 package resilience

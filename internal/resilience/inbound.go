@@ -12,9 +12,9 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/problem"
-	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/pkg/deadline"
+	"github.com/mercado-lab/mercado/pkg/resilience/bulkhead"
 )
 
 // DefaultWorkers is the size of a worker pool, like a servlet container's.

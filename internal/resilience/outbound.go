@@ -11,12 +11,12 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/mercado-lab/mercado/internal/mode"
-	"github.com/mercado-lab/mercado/internal/resilience/breaker"
-	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
-	"github.com/mercado-lab/mercado/internal/resilience/retry"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/internal/timing"
 	"github.com/mercado-lab/mercado/pkg/deadline"
+	"github.com/mercado-lab/mercado/pkg/resilience/breaker"
+	"github.com/mercado-lab/mercado/pkg/resilience/bulkhead"
+	"github.com/mercado-lab/mercado/pkg/resilience/retry"
 )
 
 // Defaults of the outbound mechanisms, from the lessons: a bulkhead of 25

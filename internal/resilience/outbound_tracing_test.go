@@ -12,9 +12,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mercado-lab/mercado/internal/mode"
-	"github.com/mercado-lab/mercado/internal/resilience/breaker"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/internal/telemetry/otlptest"
+	"github.com/mercado-lab/mercado/pkg/resilience/breaker"
 )
 
 // tracedOutbound returns a policy for shipping, called from orders, that

@@ -3,8 +3,8 @@ package resilience
 import (
 	"sync/atomic"
 
-	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
 	"github.com/mercado-lab/mercado/internal/telemetry"
+	"github.com/mercado-lab/mercado/pkg/resilience/bulkhead"
 )
 
 // PoolRef holds a pool that a mode switch replaces with a fresh one, so one

@@ -11,7 +11,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/mercado-lab/mercado/internal/resilience/breaker"
+	"github.com/mercado-lab/mercado/pkg/resilience/breaker"
 )
 
 // TestCountersAtZeroBeforeTheFirstEvent: a fresh service's /metrics has

@@ -13,8 +13,8 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/problem"
-	"github.com/mercado-lab/mercado/internal/resilience/breaker"
 	"github.com/mercado-lab/mercado/pkg/deadline"
+	"github.com/mercado-lab/mercado/pkg/resilience/breaker"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 )
 

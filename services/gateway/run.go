@@ -11,9 +11,9 @@ import (
 	"github.com/mercado-lab/mercado/internal/dial"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/resilience"
-	"github.com/mercado-lab/mercado/internal/resilience/breaker"
-	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/pkg/resilience/breaker"
+	"github.com/mercado-lab/mercado/pkg/resilience/bulkhead"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 	ordersv1 "github.com/mercado-lab/mercado/proto/orders/v1"
 )

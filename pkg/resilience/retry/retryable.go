@@ -5,8 +5,8 @@ import (
 	"errors"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
-	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
@@ -37,7 +37,7 @@ func DefaultRetryable(err error) bool {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
 	}
-	return apperr.GRPCCode(err) == codes.Unavailable
+	return code(err) == codes.Unavailable
 }
 
 // NaiveRetryable is the naive mode's choice: blind retries. It retries every
@@ -48,11 +48,22 @@ func NaiveRetryable(err error) bool {
 	if err == nil || isPermanent(err) {
 		return false
 	}
-	switch apperr.GRPCCode(err) {
+	switch code(err) {
 	case codes.InvalidArgument, codes.NotFound, codes.FailedPrecondition, codes.AlreadyExists:
 		return false
 	}
 	return true
+}
+
+// code is err's gRPC code: the one an error in the chain says it maps to
+// (a service's own errors know theirs before they cross the wire), else
+// the code of the gRPC status it carries, else Unknown.
+func code(err error) codes.Code {
+	var c interface{ GRPCCode() codes.Code }
+	if errors.As(err, &c) {
+		return c.GRPCCode()
+	}
+	return status.Code(err)
 }
 
 // Permanent marks err as not worth retrying: [Policy.Do] returns it at

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/mercado-lab/mercado/internal/resilience/breaker"
 	"github.com/mercado-lab/mercado/pkg/deadline"
+	"github.com/mercado-lab/mercado/pkg/resilience/breaker"
 )
 
 // Pair the budget with a breaker: the payments breaker looks at the last 4

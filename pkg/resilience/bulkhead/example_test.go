@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mercado-lab/mercado/internal/resilience/bulkhead"
+	"github.com/mercado-lab/mercado/pkg/resilience/bulkhead"
 )
 
 // Put the vendor on its own pool: in budgeted mode the payments dependency

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/mercado-lab/mercado/internal/resilience/retry"
+	"github.com/mercado-lab/mercado/pkg/resilience/retry"
 )
 
 // The budgeted mode's retries: payments is unreachable twice, then
