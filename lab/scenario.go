@@ -91,8 +91,9 @@ func applyShopSpec(sp loadtest.ShopSpec, cfg *shop.Config) error {
 	r := serve.DefaultResilience()
 	setIf(&r.Workers, sp.Workers)
 	setIf(&r.Bulkhead, sp.Bulkhead)
-	setIf(&r.BreakerWindow, sp.BreakerWindow)
+	setIf(&r.BreakerMinCalls, sp.BreakerMinCalls)
 	setIf(&r.BreakerRatio, sp.BreakerRatio)
+	setIf(&r.BreakerWindow, time.Duration(sp.BreakerWindow))
 	setIf(&r.BreakerOpen, time.Duration(sp.BreakerOpen))
 	cfg.Shared.Resilience = r
 	setIf(&cfg.Shared.Margin, time.Duration(sp.Margin))

@@ -24,14 +24,14 @@ func TestShopSpecSizesTheShop(t *testing.T) {
 	}
 	cfg := shop.EphemeralConfig()
 	def := cfg
-	sp := loadtest.ShopSpec{Workers: 200, Bulkhead: 25, BreakerWindow: 20, BreakerRatio: 0.5, BreakerOpen: loadtest.Duration(30 * time.Second),
+	sp := loadtest.ShopSpec{Workers: 200, Bulkhead: 25, BreakerMinCalls: 20, BreakerRatio: 0.5, BreakerWindow: loadtest.Duration(12 * time.Second), BreakerOpen: loadtest.Duration(30 * time.Second),
 		Margin: loadtest.Duration(100 * time.Millisecond), Floor: loadtest.Duration(100 * time.Millisecond),
 		Caps: map[string]loadtest.Duration{"shipping-cap": loadtest.Duration(5 * time.Second), "orders-cap": loadtest.Duration(9 * time.Second)}}
 	if err := applyShopSpec(sp, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	r := cfg.Shared.Resilience
-	if r.Workers != 200 || r.Bulkhead != 25 || r.BreakerWindow != 20 || r.BreakerRatio != 0.5 || r.BreakerOpen != 30*time.Second {
+	if r.Workers != 200 || r.Bulkhead != 25 || r.BreakerMinCalls != 20 || r.BreakerWindow != 12*time.Second || r.BreakerRatio != 0.5 || r.BreakerOpen != 30*time.Second {
 		t.Errorf("resilience %+v", r)
 	}
 	if cfg.Shared.Margin != 100*time.Millisecond || cfg.Shared.Floor != 100*time.Millisecond {

@@ -146,10 +146,12 @@ type ShopSpec struct {
 	Workers     int      `yaml:"workers"`
 	BreakerOpen Duration `yaml:"breaker_open"`
 	// Bulkhead is each budgeted bulkhead's slots; the breakers open at
-	// BreakerRatio failures over the last BreakerWindow calls.
-	Bulkhead      int     `yaml:"bulkhead"`
-	BreakerWindow int     `yaml:"breaker_window"`
-	BreakerRatio  float64 `yaml:"breaker_ratio"`
+	// BreakerRatio failures of at least BreakerMinCalls calls in their
+	// window, BreakerWindow long (zero: each dependency's own).
+	Bulkhead        int      `yaml:"bulkhead"`
+	BreakerMinCalls int      `yaml:"breaker_min_calls"`
+	BreakerRatio    float64  `yaml:"breaker_ratio"`
+	BreakerWindow   Duration `yaml:"breaker_window"`
 	// Margin and Floor are the budget's: what each hop keeps back for the
 	// way back, and the least budget worth starting a call with.
 	Margin Duration `yaml:"margin"`
@@ -174,13 +176,13 @@ func CapNames() []string {
 // validate reports every setting of the shop that is out of range.
 func (sh ShopSpec) validate() []error {
 	var errs []error
-	if sh.Workers < 0 || sh.Bulkhead < 0 || sh.BreakerWindow < 0 {
-		errs = append(errs, errors.New("shop: workers, bulkhead and breaker_window must not be negative"))
+	if sh.Workers < 0 || sh.Bulkhead < 0 || sh.BreakerMinCalls < 0 {
+		errs = append(errs, errors.New("shop: workers, bulkhead and breaker_min_calls must not be negative"))
 	}
 	if sh.BreakerRatio < 0 || sh.BreakerRatio > 1 {
 		errs = append(errs, fmt.Errorf("shop.breaker_ratio: %v is outside 0 to 1", sh.BreakerRatio))
 	}
-	for name, d := range map[string]Duration{"breaker_open": sh.BreakerOpen, "margin": sh.Margin, "floor": sh.Floor, "connect_timeout": sh.ConnectTimeout} {
+	for name, d := range map[string]Duration{"breaker_open": sh.BreakerOpen, "breaker_window": sh.BreakerWindow, "margin": sh.Margin, "floor": sh.Floor, "connect_timeout": sh.ConnectTimeout} {
 		if d < 0 || d > Duration(time.Hour) {
 			errs = append(errs, fmt.Errorf("shop.%s: %v is outside 0 to 1h", name, time.Duration(d)))
 		}

@@ -77,13 +77,14 @@ var flagCases = map[string]flagCase{
 		"gateway": "shared", "orders": "shared", "catalog": "shared", "payments": "shared", "shipping": "shared"}, 7)},
 	// Bulkheads are per route at the gateway and per dependency in
 	// orders; the leaves have none.
-	"bulkhead":       {value: "9", check: poolCapacity(map[string]string{"gateway": "checkout", "orders": "to.payments"}, 9)},
-	"max-wait":       {value: "40ms"},
-	"breaker-window": {value: "10"},
-	"breaker-ratio":  {value: "0.25"},
-	"breaker-open":   {value: "5s"},
-	"drain-timeout":  {value: "3s"},
-	"db-max-conns":   {value: "6"},
+	"bulkhead":          {value: "9", check: poolCapacity(map[string]string{"gateway": "checkout", "orders": "to.payments"}, 9)},
+	"max-wait":          {value: "40ms"},
+	"breaker-min-calls": {value: "10"},
+	"breaker-window":    {value: "15s"},
+	"breaker-ratio":     {value: "0.25"},
+	"breaker-open":      {value: "5s"},
+	"drain-timeout":     {value: "3s"},
+	"db-max-conns":      {value: "6"},
 	// Port 1 refuses at once: every service that keeps state stops at
 	// start-up, the gateway (stateless) serves.
 	"database-url": {value: "postgres://mercado:pw-1234@127.0.0.1:1/mercado?sslmode=disable", shows: "postgres://127.0.0.1:1/mercado",

@@ -95,19 +95,20 @@ func TestBatchTimeoutsLeaveInteractiveItsPoolAndBreaker(t *testing.T) {
 			t.Fatalf("%d of %d interactive calls during a flood of %d batch timeouts failed; the first: %v",
 				failed, calls, timeouts.Load(), first)
 		}
-		if n := timeouts.Load(); n < breaker.DefaultWindow {
-			t.Fatalf("the flood had %d timeouts, fewer than a breaker's window of %d", n, breaker.DefaultWindow)
+		if n := timeouts.Load(); n < breaker.DefaultMinCalls {
+			t.Fatalf("the flood had %d timeouts, fewer than the %d calls a breaker opens on", n, breaker.DefaultMinCalls)
 		}
 
-		// Interactive failures still open the breaker interactive calls pass.
+		// Interactive failures still open the breaker interactive calls
+		// pass: as many failures as its window holds successes.
 		unavailable := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
 			return status.Error(codes.Unavailable, "catalog: down")
 		}
-		for range breaker.DefaultWindow {
+		for range calls {
 			_ = call(d, interactive, unavailable)
 		}
 		if err := call(d, interactive, answers); !errors.Is(err, breaker.ErrOpen) {
-			t.Fatalf("after %d interactive failures: %v, want the breaker open", breaker.DefaultWindow, err)
+			t.Fatalf("after %d interactive successes and as many failures: %v, want the breaker open", calls, err)
 		}
 	})
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // Defaults of the outbound mechanisms, from the lessons: a bulkhead of 25
-// per dependency and a breaker that opens at 50% failures over the last 20
+// per dependency and a breaker that opens at 50% failures of at least 20
 // calls for 30 s (Drill 76), one for each traffic class; three attempts;
 // backoff with full jitter.
 const (
@@ -54,7 +54,7 @@ type OutboundOptions struct {
 	// (zero: fail at once when full); the budget bounds it too.
 	Bulkhead bulkhead.Settings
 	// Breaker configures the dependency's breakers, one per traffic class
-	// (Name is set to Name).
+	// (Name is set to Name; a zero Window is BreakerWindow's).
 	Breaker breaker.Settings
 	// RetryBudget caps budgeted retries; nil gives the dependency its own.
 	RetryBudget *retry.Budget
@@ -83,6 +83,25 @@ type Outbound struct {
 	capped, uncapped grpc.UnaryClientInterceptor
 }
 
+// BreakerWindow is how far back a dependency's breakers count calls when
+// no window is set. A call counts only once it ends, in the bucket of the
+// moment it started, so a call that hangs to the dependency's cap must end
+// inside the window; and only the bulkhead's slots can hang at once, so
+// minCalls such calls take minCalls/bulkhead caps to end. The window holds
+// the cap plus twice that time, and never less than
+// breaker.DefaultWindow: 13 s for Drill 76's vendor, capped at 5 s behind
+// a bulkhead of 25, where 10 s would count 20 hung calls only just, or not
+// at all.
+func BreakerWindow(cap time.Duration, bulkhead, minCalls int) time.Duration {
+	if minCalls <= 0 {
+		minCalls = breaker.DefaultMinCalls
+	}
+	if bulkhead <= 0 {
+		bulkhead = DefaultBulkhead
+	}
+	return max(cap+2*cap*time.Duration(minCalls)/time.Duration(bulkhead), breaker.DefaultWindow)
+}
+
 // NewOutbound returns the mechanisms of one dependency, registers its pool
 // and breakers with the metrics, and resets them whenever the mode
 // switches: the state of one phase of the lab never leaks into the next.
@@ -92,6 +111,9 @@ func NewOutbound(o OutboundOptions) *Outbound {
 	}
 	o.Bulkhead.Name = "to." + o.Name
 	o.Breaker.Name = o.Name
+	if o.Breaker.Window <= 0 {
+		o.Breaker.Window = BreakerWindow(o.Cap, o.Bulkhead.Capacity, o.Breaker.MinCalls)
+	}
 	m := o.Metrics
 	o.Breaker.OnStateChange = func(name string, from, to breaker.State) {
 		m.BreakerTransition(context.Background(), name, from.String(), to.String())

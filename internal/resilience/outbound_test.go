@@ -95,19 +95,19 @@ func TestBudgetedRetriesOnlyAtTheirLayer(t *testing.T) {
 	}
 }
 
-// TestBreakerOpensAndFailsFast: after a window of failures the breaker
+// TestBreakerOpensAndFailsFast: after enough failures the breaker
 // opens and later calls are rejected without reaching the dependency, as
 // Unavailable, recorded as a breaker_open hop.
 func TestBreakerOpensAndFailsFast(t *testing.T) {
 	live := settings(mode.Budgeted)
-	d := newTestOutbound(t, live, OutboundOptions{Breaker: breaker.Settings{Window: 4, OpenFor: time.Minute}})
+	d := newTestOutbound(t, live, OutboundOptions{Breaker: breaker.Settings{MinCalls: 4, OpenFor: time.Minute}})
 	var calls atomic.Int64
 	failing := countingInvoker(&calls, status.Error(codes.Internal, "boom"))
 	for range 4 {
 		_ = call(d, context.Background(), failing)
 	}
 	if d.Breaker(deadline.Interactive).State() != breaker.Open {
-		t.Fatalf("breaker %v after 4 failures in a window of 4, want open", d.Breaker(deadline.Interactive).State())
+		t.Fatalf("breaker %v after 4 failures of at least 4 calls, want open", d.Breaker(deadline.Interactive).State())
 	}
 	ctx, rec := timing.WithRecorder(context.Background())
 	err := call(d, ctx, failing)
@@ -175,5 +175,26 @@ func TestClipRecordsTheHop(t *testing.T) {
 	}
 	if to := hops[0].Timeout; to <= 0 || to > 500*time.Millisecond-3*time.Millisecond {
 		t.Errorf("timeout %v, want clipped to at most the budget less the margin", to)
+	}
+}
+
+// A dependency's breaker window holds a call hung to its cap, and the time
+// the bulkhead's slots take to end the calls a breaker opens on, twice
+// over; never less than breaker.DefaultWindow.
+func TestBreakerWindow(t *testing.T) {
+	for _, tc := range []struct {
+		cap                time.Duration
+		bulkhead, minCalls int
+		want               time.Duration
+	}{
+		{5 * time.Second, 25, 20, 13 * time.Second}, // Drill 76's vendor
+		{300 * time.Millisecond, 25, 20, breaker.DefaultWindow},
+		{0, 25, 20, breaker.DefaultWindow}, // no cap: nothing to size it by
+		{5 * time.Second, 5, 20, 45 * time.Second},
+		{5 * time.Second, 0, 0, 13 * time.Second}, // the defaults
+	} {
+		if got := BreakerWindow(tc.cap, tc.bulkhead, tc.minCalls); got != tc.want {
+			t.Errorf("BreakerWindow(%v, %d, %d) = %v, want %v", tc.cap, tc.bulkhead, tc.minCalls, got, tc.want)
+		}
 	}
 }

@@ -120,7 +120,7 @@ func TestOutboundSpansBudgeted(t *testing.T) {
 // had.
 func TestOutboundSpanBreakerOpen(t *testing.T) {
 	live := settings(mode.Budgeted)
-	d, flush := tracedOutbound(t, live, OutboundOptions{Breaker: breaker.Settings{Window: 4, OpenFor: time.Minute}})
+	d, flush := tracedOutbound(t, live, OutboundOptions{Breaker: breaker.Settings{MinCalls: 4, OpenFor: time.Minute}})
 	var calls atomic.Int64
 	for range 4 {
 		_ = call(d, context.Background(), countingInvoker(&calls, status.Error(codes.Internal, "boom")))

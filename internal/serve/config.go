@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,19 +102,22 @@ type Resilience struct {
 	// MaxWait bounds a budgeted wait for a worker or a bulkhead slot; the
 	// remaining budget bounds it too.
 	MaxWait time.Duration
-	// The breakers open at BreakerRatio failures over the last
-	// BreakerWindow calls, for BreakerOpen.
-	BreakerWindow int
-	BreakerRatio  float64
-	BreakerOpen   time.Duration
+	// The breakers open at BreakerRatio failures of at least
+	// BreakerMinCalls calls in their window, for BreakerOpen. The window
+	// is BreakerWindow, or when zero each dependency's own, sized from its
+	// cap and bulkhead (resilience.BreakerWindow).
+	BreakerMinCalls int
+	BreakerRatio    float64
+	BreakerWindow   time.Duration
+	BreakerOpen     time.Duration
 }
 
 // DefaultResilience are the lessons' figures: a servlet-like pool of 200,
-// bulkheads of 25, breakers at 50% of the last 20 calls, open 30 s
+// bulkheads of 25, breakers at 50% of at least 20 calls, open 30 s
 // (Drill 76).
 func DefaultResilience() Resilience {
 	return Resilience{Workers: 200, Bulkhead: 25, MaxWait: 100 * time.Millisecond,
-		BreakerWindow: 20, BreakerRatio: 0.5, BreakerOpen: 30 * time.Second}
+		BreakerMinCalls: 20, BreakerRatio: 0.5, BreakerOpen: 30 * time.Second}
 }
 
 // RegisterFlags binds r's fields to flags on fs.
@@ -121,8 +125,10 @@ func (r *Resilience) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&r.Workers, "workers", r.Workers, "worker pool size (naive: shared by every request)")
 	fs.IntVar(&r.Bulkhead, "bulkhead", r.Bulkhead, "budgeted: slots per route (gateway) or per dependency (orders)")
 	fs.DurationVar(&r.MaxWait, "max-wait", r.MaxWait, "budgeted: longest wait for a worker or a bulkhead slot")
-	fs.IntVar(&r.BreakerWindow, "breaker-window", r.BreakerWindow, "breakers count the last N calls")
+	fs.IntVar(&r.BreakerMinCalls, "breaker-min-calls", r.BreakerMinCalls, "breakers open on no fewer calls in their window")
 	fs.Float64Var(&r.BreakerRatio, "breaker-ratio", r.BreakerRatio, "breakers open at this share of failures in the window")
+	fs.Var(breakerWindow{r}, "breaker-window", "how far back breakers count calls (0: each dependency's, from its cap and bulkhead; "+
+		"a bare number N is the old count window, read as --breaker-min-calls N)")
 	fs.DurationVar(&r.BreakerOpen, "breaker-open", r.BreakerOpen, "how long an open breaker stays open")
 }
 
@@ -138,8 +144,11 @@ func (r Resilience) Validate() error {
 	if r.MaxWait < 0 || r.MaxWait > time.Minute {
 		errs = append(errs, fmt.Errorf("max-wait: %v is outside 0 to 1m", r.MaxWait))
 	}
-	if r.BreakerWindow < 1 || r.BreakerWindow > 10_000 {
-		errs = append(errs, fmt.Errorf("breaker-window: %d is outside 1 to 10000", r.BreakerWindow))
+	if r.BreakerMinCalls < 1 || r.BreakerMinCalls > 10_000 {
+		errs = append(errs, fmt.Errorf("breaker-min-calls: %d is outside 1 to 10000", r.BreakerMinCalls))
+	}
+	if r.BreakerWindow != 0 && (r.BreakerWindow < 100*time.Millisecond || r.BreakerWindow > time.Hour) {
+		errs = append(errs, fmt.Errorf("breaker-window: %v is outside 100ms to 1h (or 0, each dependency's own)", r.BreakerWindow))
 	}
 	if !(r.BreakerRatio > 0 && r.BreakerRatio <= 1) {
 		errs = append(errs, fmt.Errorf("breaker-ratio: %v is outside (0, 1]", r.BreakerRatio))
@@ -269,4 +278,29 @@ func IsLoopback(addr string) bool {
 // Settings returns the mechanism settings s starts with.
 func (s Shared) Settings() mode.Settings {
 	return mode.Settings{Mode: s.Mode, Mechanisms: s.Mode.Mechanisms().Apply(s.Overrides), Margin: s.Margin, Floor: s.Floor, Connect: s.ConnectTimeout}
+}
+
+// breakerWindow is --breaker-window: a duration, or — as the flag was when
+// breakers counted the last N calls — a bare number, taken as
+// --breaker-min-calls.
+type breakerWindow struct{ r *Resilience }
+
+func (f breakerWindow) String() string {
+	if f.r == nil {
+		return "0s"
+	}
+	return f.r.BreakerWindow.String()
+}
+
+func (f breakerWindow) Set(v string) error {
+	if n, err := strconv.Atoi(v); err == nil && n != 0 {
+		f.r.BreakerMinCalls = n
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return errors.New("want a duration such as 10s, or 0 for each dependency's own")
+	}
+	f.r.BreakerWindow = d
+	return nil
 }

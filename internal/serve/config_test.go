@@ -41,7 +41,8 @@ func TestCommonValidate(t *testing.T) {
 		{"unknown fanout", func(c *serve.Common) { f := mode.Fanout("sideways"); c.Overrides.Fanout = &f }, []string{"mechanisms:", `"sideways"`}},
 		{"zero workers", func(c *serve.Common) { c.Resilience.Workers = 0 }, []string{"workers:"}},
 		{"negative bulkhead", func(c *serve.Common) { c.Resilience.Bulkhead = -1 }, []string{"bulkhead:"}},
-		{"zero breaker window", func(c *serve.Common) { c.Resilience.BreakerWindow = 0 }, []string{"breaker-window:"}},
+		{"zero breaker calls", func(c *serve.Common) { c.Resilience.BreakerMinCalls = 0 }, []string{"breaker-min-calls:"}},
+		{"breaker window too short", func(c *serve.Common) { c.Resilience.BreakerWindow = 10 * time.Millisecond }, []string{"breaker-window:"}},
 		{"no database connections", func(c *serve.Common) { c.DBMaxConns = 0 }, []string{"db-max-conns:"}},
 		{"every problem is reported", func(c *serve.Common) { *c = serve.Common{Shared: serve.Shared{Margin: -1, Floor: -1}} },
 			[]string{"addr: must not be empty", "admin-addr: must not be empty", "mode:", "margin:", "floor:", "drain-timeout:", "workers:", "db-max-conns:"}},
@@ -97,7 +98,7 @@ func TestRegisterFlags(t *testing.T) {
 		"--addr=:1", "--admin-addr=:2", "--mode=naive", "--margin=5ms", "--floor=50ms",
 		"--drain-timeout=3s", "--fault=ReserveStock:latency=280ms", "--fault=CreateCharge:hang",
 		"--mechanisms=breakers=on", "--admin-token=s3cret", "--admin-insecure",
-		"--workers=7", "--bulkhead=9", "--max-wait=50ms", "--breaker-window=10", "--breaker-ratio=0.25", "--breaker-open=5s",
+		"--workers=7", "--bulkhead=9", "--max-wait=50ms", "--breaker-min-calls=10", "--breaker-window=15s", "--breaker-ratio=0.25", "--breaker-open=5s",
 		"--db-max-conns=6",
 	})
 	if err != nil {
@@ -112,13 +113,39 @@ func TestRegisterFlags(t *testing.T) {
 		t.Errorf("after parsing flags: token %q, insecure %t, overrides %+v", c.AdminToken, c.AdminInsecure, c.Overrides)
 	}
 	wantRes := serve.Resilience{Workers: 7, Bulkhead: 9, MaxWait: 50 * time.Millisecond,
-		BreakerWindow: 10, BreakerRatio: 0.25, BreakerOpen: 5 * time.Second}
+		BreakerMinCalls: 10, BreakerWindow: 15 * time.Second, BreakerRatio: 0.25, BreakerOpen: 5 * time.Second}
 	if c.Resilience != wantRes || c.DBMaxConns != 6 {
 		t.Errorf("after parsing flags: resilience %+v, db-max-conns %d; want %+v and 6", c.Resilience, c.DBMaxConns, wantRes)
 	}
 	// The override applies on top of the naive preset.
 	if got := c.Settings().Mechanisms; !got.Breakers || got.Bulkheads {
 		t.Errorf("Settings().Mechanisms = %+v, want naive with breakers on", got)
+	}
+}
+
+// --breaker-window once counted the last N calls: a bare number still
+// works, as the fewest calls a breaker opens on.
+func TestBreakerWindowTakesTheOldCount(t *testing.T) {
+	for _, tc := range []struct {
+		arg      string
+		minCalls int
+		window   time.Duration
+		err      bool
+	}{
+		{"--breaker-window=12", 12, 0, false},
+		{"--breaker-window=8s", 20, 8 * time.Second, false},
+		{"--breaker-window=0", 20, 0, false},
+		{"--breaker-window=soon", 20, 0, true},
+	} {
+		c := serve.Defaults(":8082", "127.0.0.1:9082")
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		c.RegisterFlags(fs)
+		err := fs.Parse([]string{tc.arg})
+		if (err != nil) != tc.err || c.Resilience.BreakerMinCalls != tc.minCalls || c.Resilience.BreakerWindow != tc.window {
+			t.Errorf("%s: min calls %d, window %v, err %v; want %d, %v, error %t",
+				tc.arg, c.Resilience.BreakerMinCalls, c.Resilience.BreakerWindow, err, tc.minCalls, tc.window, tc.err)
+		}
 	}
 }
 

@@ -187,7 +187,7 @@ func TestExportTimeoutsOpenOnlyBatchsBreaker(t *testing.T) {
 	const exports = 4
 	cfg := shop.EphemeralConfig()
 	own := cfg.Shared
-	own.Resilience.BreakerWindow = exports
+	own.Resilience.BreakerMinCalls = exports
 	own.Resilience.BreakerOpen = time.Second
 	cfg.Gateway.Shared = own
 	// A page takes longer than the gateway's 300 ms cap on a call to catalog.

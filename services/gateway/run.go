@@ -107,7 +107,7 @@ func clientChain(kit *serve.Kit, cfg Config, name string, cap time.Duration) grp
 		Name: name, Cap: cap,
 		Settings: kit.Settings, Metrics: kit.Metrics, Tracing: kit.Tracing, Log: kit.Log,
 		Bulkhead:     bulkhead.Settings{Capacity: r.Bulkhead, MaxWait: r.MaxWait},
-		Breaker:      breaker.Settings{Window: r.BreakerWindow, FailureRatio: r.BreakerRatio, OpenFor: r.BreakerOpen},
+		Breaker:      breaker.Settings{MinCalls: r.BreakerMinCalls, FailureRatio: r.BreakerRatio, Window: r.BreakerWindow, OpenFor: r.BreakerOpen},
 		NaiveRetries: true,
 	}))
 }

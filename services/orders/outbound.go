@@ -73,7 +73,7 @@ func newDependencies(kit *serve.Kit, cfg Config) dependencies {
 			Settings: kit.Settings, Metrics: kit.Metrics, Tracing: kit.Tracing, Log: kit.Log,
 			Shared:       shared,
 			Bulkhead:     bulkhead.Settings{Capacity: r.Bulkhead, MaxWait: r.MaxWait},
-			Breaker:      breaker.Settings{Window: r.BreakerWindow, FailureRatio: r.BreakerRatio, OpenFor: r.BreakerOpen},
+			Breaker:      breaker.Settings{MinCalls: r.BreakerMinCalls, FailureRatio: r.BreakerRatio, Window: r.BreakerWindow, OpenFor: r.BreakerOpen},
 			NaiveRetries: true, BudgetedRetries: budgetedRetries,
 			Idempotent: func(string) bool { return true },
 		}))

@@ -77,7 +77,10 @@ func (tr *transitions) list() []string {
 	return append([]string(nil), tr.got...)
 }
 
-func TestTripsOnTheCountWindow(t *testing.T) {
+// The rule over the calls in the window, all made at one instant here: at
+// least 20 counted calls and half of them failures, checked after each
+// failure (gobreaker consults its rule only then).
+func TestTripsOnTheWindow(t *testing.T) {
 	tests := []struct {
 		name   string
 		s      Settings
@@ -85,22 +88,25 @@ func TestTripsOnTheCountWindow(t *testing.T) {
 		tripAt int    // 1-based call after which the breaker must be open; 0: never
 		window Counts // at the end, when it never trips
 	}{
-		{name: "19 failures: window not full", calls: "19F", window: Counts{19, 19}},
-		{name: "10 failures then 10 successes", calls: "10F 10S", tripAt: 20},
+		{name: "19 failures: too few calls", calls: "19F", window: Counts{19, 19}},
 		{name: "10 successes then 10 failures", calls: "10S 10F", tripAt: 20},
-		{name: "alternating", calls: "1F 1S 1F 1S 1F 1S 1F 1S 1F 1S 1F 1S 1F 1S 1F 1S 1F 1S 1F 1S", tripAt: 20},
-		{name: "9 failures in a full window", calls: "11S 9F", window: Counts{20, 9}},
-		{name: "a failure pushing out a failure keeps 9", calls: "1F 11S 9F", window: Counts{20, 9}},
-		{name: "9 failures in the last 20 after older ones slid out", calls: "9F 11S 9S 9F", window: Counts{20, 9}},
-		{name: "the 10th failure in the last 20 trips", calls: "9F 11S 9S 10F", tripAt: 39},
+		// Half of 20 failed, but the rule is checked after a failure only:
+		// the next failure trips it. (A count window checked after every
+		// call opened on the 20th.)
+		{name: "10 failures then 10 successes", calls: "10F 10S", window: Counts{20, 10}},
+		{name: "10 failures, 10 successes, then a failure", calls: "10F 10S 1F", tripAt: 21},
+		{name: "9 failures in 20", calls: "11S 9F", window: Counts{20, 9}},
+		// Every call in the window counts, not the last 20 alone.
+		{name: "10 failures in 21", calls: "1F 11S 9F", window: Counts{21, 10}},
+		{name: "half of 40", calls: "20S 20F", tripAt: 40},
 		{name: "business errors are successes", calls: "10N 10F", tripAt: 20},
-		{name: "business errors never trip", calls: "40N", window: Counts{20, 0}},
-		{name: "excluded never enter the window", calls: "19F 100X", window: Counts{19, 19}},
+		{name: "business errors never trip", calls: "40N", window: Counts{40, 0}},
+		{name: "excluded never count", calls: "19F 100X", window: Counts{19, 19}},
 		{name: "excluded between failures", calls: "10S 5X 9F 5X", window: Counts{19, 9}},
-		{name: "excluded do not complete the window", calls: "10F 9S 1X 1S", tripAt: 21},
-		{name: "ratio 0.3 of 10 is exactly 3", s: Settings{Window: 10, FailureRatio: 0.3}, calls: "7S 3F", tripAt: 10},
-		{name: "ratio 0.3 of 10, 2 failures", s: Settings{Window: 10, FailureRatio: 0.3}, calls: "8S 2F 8S", window: Counts{10, 2}},
-		{name: "ratio above 1 never trips", s: Settings{Window: 5, FailureRatio: 1.5}, calls: "30F", window: Counts{5, 5}},
+		{name: "excluded do not make up the 20", calls: "10F 9S 1X 1F", tripAt: 21},
+		{name: "ratio 0.3 of 10 is exactly 3", s: Settings{MinCalls: 10, FailureRatio: 0.3}, calls: "7S 3F", tripAt: 10},
+		{name: "ratio 0.3 of 10, 2 failures", s: Settings{MinCalls: 10, FailureRatio: 0.3}, calls: "8S 2F 8S", window: Counts{18, 2}},
+		{name: "ratio above 1 never trips", s: Settings{MinCalls: 5, FailureRatio: 1.5}, calls: "30F", window: Counts{30, 30}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,6 +137,65 @@ func TestTripsOnTheCountWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The window is time, not a count of calls: it forgets the calls that
+// started more than Window ago, a tenth of it at a time, and a call counts
+// in the bucket of the moment it started, so a call that outlasts the
+// window is never counted.
+func TestWindowRollsWithTime(t *testing.T) {
+	do := func(b *Breaker, calls string) {
+		for _, c := range calls {
+			want := outcome(c)
+			_ = b.Do(func() error { return want })
+		}
+	}
+	t.Run("old failures are forgotten", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := New(Settings{})
+			do(b, script(t, "10F"))
+			time.Sleep(DefaultWindow)
+			do(b, script(t, "10F"))
+			if got, want := b.Window(), (Counts{10, 10}); got != want || b.State() != Closed {
+				t.Fatalf("10 failures, %v, 10 failures: window %+v, state %v; want %+v, closed", DefaultWindow, got, b.State(), want)
+			}
+			do(b, script(t, "10F"))
+			if got := b.State(); got != Open {
+				t.Fatalf("20 failures in the window: state %v, want open", got)
+			}
+		})
+	})
+	t.Run("old successes stop holding it closed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := New(Settings{})
+			do(b, script(t, "30S"))
+			time.Sleep(DefaultWindow - DefaultWindow/windowBuckets)
+			do(b, script(t, "20F"))
+			if got, want := b.Window(), (Counts{50, 20}); got != want {
+				t.Fatalf("window %+v, want %+v: the successes are a bucket short of the window's end", got, want)
+			}
+			time.Sleep(DefaultWindow / windowBuckets)
+			do(b, script(t, "1F"))
+			if got := b.State(); got != Open {
+				t.Fatalf("the successes' bucket left the window: state %v, want open (window %+v)", got, b.Window())
+			}
+		})
+	})
+	t.Run("a call longer than the window is never counted", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := New(Settings{})
+			var wg sync.WaitGroup
+			for range 25 {
+				wg.Go(func() {
+					_ = b.Do(func() error { time.Sleep(DefaultWindow + time.Second); return errDown })
+				})
+			}
+			wg.Wait()
+			if got := b.Window(); got != (Counts{}) || b.State() != Closed {
+				t.Fatalf("25 failures that each outlasted the window: window %+v, state %v; want empty, closed", got, b.State())
+			}
+		})
+	})
 }
 
 // trip opens b with the default rule.
@@ -351,7 +416,7 @@ func TestReset(t *testing.T) {
 func TestResetDropsCallsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := &transitions{}
-		b := New(Settings{Name: "dep", Window: 2, OnStateChange: tr.hook})
+		b := New(Settings{Name: "dep", MinCalls: 2, OnStateChange: tr.hook})
 		_ = b.Do(func() error { return errDown })
 
 		release := make(chan struct{})
@@ -425,7 +490,7 @@ func TestPanicCountsAsFailure(t *testing.T) {
 
 func TestCustomClassify(t *testing.T) {
 	// Everything is a failure, even nil, and an out-of-range verdict too.
-	b := New(Settings{Window: 2, Classify: func(error) Verdict { return Verdict(7) }})
+	b := New(Settings{MinCalls: 2, Classify: func(error) Verdict { return Verdict(7) }})
 	_ = b.Do(func() error { return nil })
 	_ = b.Do(func() error { return nil })
 	if got := b.State(); got != Open {
@@ -435,11 +500,8 @@ func TestCustomClassify(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	got := Settings{FailureRatio: -1}.withDefaults()
-	if got.Window != 20 || got.FailureRatio != 0.5 || got.OpenFor != 30*time.Second || got.HalfOpenProbes != 1 || got.Classify == nil {
-		t.Errorf("defaults %+v, want window 20, ratio 0.5, open 30s, 1 probe, Classify", got)
-	}
-	if got := got.minFailures(); got != 10 {
-		t.Errorf("minFailures = %d, want 10", got)
+	if got.MinCalls != 20 || got.FailureRatio != 0.5 || got.Window != 10*time.Second || got.OpenFor != 30*time.Second || got.HalfOpenProbes != 1 || got.Classify == nil {
+		t.Errorf("defaults %+v, want 20 calls, ratio 0.5, window 10s, open 30s, 1 probe, Classify", got)
 	}
 }
 

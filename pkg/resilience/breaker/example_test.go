@@ -12,12 +12,12 @@ import (
 	"github.com/mercado-lab/mercado/pkg/resilience/breaker"
 )
 
-// Pair the budget with a breaker: the payments breaker looks at the last 4
-// calls (the lesson uses 20) and opens when half of them failed.
+// Pair the budget with a breaker: the payments breaker opens when half of
+// at least 4 calls in its window failed (the lesson: 20 calls in 10 s).
 func Example() {
 	b := breaker.New(breaker.Settings{
 		Name:         "payments",
-		Window:       4,
+		MinCalls:     4,
 		FailureRatio: 0.5,
 		OpenFor:      30 * time.Second,
 		OnStateChange: func(name string, from, to breaker.State) {

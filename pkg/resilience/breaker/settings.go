@@ -2,11 +2,12 @@ package breaker
 
 import "time"
 
-// Defaults from Drill 76: open at ≥ 50% failures over the last 20 calls,
-// stay open 30 s, then one probe.
+// Defaults from Drill 76: open at ≥ 50% failures of at least 20 calls in
+// the last 10 s, stay open 30 s, then one probe.
 const (
-	DefaultWindow         = 20
+	DefaultMinCalls       = 20
 	DefaultFailureRatio   = 0.5
+	DefaultWindow         = 10 * time.Second
 	DefaultOpenFor        = 30 * time.Second
 	DefaultHalfOpenProbes = 1
 )
@@ -15,13 +16,18 @@ const (
 type Settings struct {
 	// Name identifies the dependency; it is passed to OnStateChange.
 	Name string
-	// Window is how many of the last counted calls the breaker looks at.
-	// Zero or less means DefaultWindow.
-	Window int
-	// FailureRatio trips the breaker when failures/Window ≥ FailureRatio
-	// and the window is full. Zero, less or NaN means DefaultFailureRatio;
-	// above 1 the breaker never trips.
+	// MinCalls is the fewest counted calls in the window on which the
+	// breaker may open. Zero or less means DefaultMinCalls.
+	MinCalls int
+	// FailureRatio opens the breaker when failures/calls ≥ FailureRatio
+	// over at least MinCalls calls. Zero, less or NaN means
+	// DefaultFailureRatio; above 1 the breaker never opens.
 	FailureRatio float64
+	// Window is how far back the breaker counts: the calls that started
+	// within it and have ended. A call that outlasts the window is never
+	// counted, so the window must be longer than the call's timeout (see
+	// docs/breakers.md). Zero or less means DefaultWindow.
+	Window time.Duration
 	// OpenFor is how long the breaker stays open before it lets probes
 	// through. Zero or less means DefaultOpenFor.
 	OpenFor time.Duration
@@ -35,17 +41,20 @@ type Settings struct {
 	// OnStateChange, if not nil, is told of every transition, in order,
 	// including the one made by Reset. It runs synchronously while the
 	// breaker is locked: keep it short (update a metric) and do not call
-	// Do, State or Reset from it.
+	// Do, State, Window, RetryAfter or Reset from it.
 	OnStateChange func(name string, from, to State)
 }
 
 // withDefaults fills in the zero fields.
 func (s Settings) withDefaults() Settings {
-	if s.Window <= 0 {
-		s.Window = DefaultWindow
+	if s.MinCalls <= 0 {
+		s.MinCalls = DefaultMinCalls
 	}
 	if !(s.FailureRatio > 0) { // also catches NaN
 		s.FailureRatio = DefaultFailureRatio
+	}
+	if s.Window <= 0 {
+		s.Window = DefaultWindow
 	}
 	if s.OpenFor <= 0 {
 		s.OpenFor = DefaultOpenFor
