@@ -12,6 +12,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/postgres"
+	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
 // Background work timings: how often the workers look, how long an order
@@ -283,9 +284,13 @@ func (s *Service) FlushOutbox(ctx context.Context) (booked int, err error) {
 
 // RunWorkers runs the reconciler, the sweeper, the outbox and the key
 // reaper until ctx ends. Their commits are deferred ones: no checkout
-// waits for them (postgres.Deferred).
+// waits for them (postgres.Deferred). Their calls are background work
+// (deadline.Background): a pool sheds them before a shopper's, and they
+// are judged by the background breakers, so a reconciler asking payments
+// about charges it can answer does not hold the breaker shoppers' charges
+// pass closed while the charges fail.
 func (s *Service) RunWorkers(ctx context.Context, log *slog.Logger) {
-	ctx = postgres.Deferred(ctx)
+	ctx = deadline.WithClass(postgres.Deferred(ctx), deadline.Background)
 	tick := time.NewTicker(workerEvery)
 	defer tick.Stop()
 	lastReap := time.Time{}
