@@ -448,7 +448,8 @@ func TestWorkErrorRate(t *testing.T) {
 }
 
 // Work that took time is a hop of the request, named as the waterfall
-// names it, with how it ended; no work, no hop.
+// names it, with how it ended and when it began (here, as the request
+// arrived); no work, no hop.
 func TestWorkRecordsTheHop(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -460,13 +461,13 @@ func TestWorkRecordsTheHop(t *testing.T) {
 		wantErrKind error
 	}{
 		{"the gateway's own work", faults.GatewayCheckout, faults.Spec{Latency: 100 * time.Millisecond}, mode.Budgeted, time.Second,
-			[]timing.Hop{{Name: "gateway", Took: 100 * time.Millisecond, Outcome: "ok"}}, nil},
+			[]timing.Hop{{Name: "gateway", Took: 100 * time.Millisecond, Outcome: "ok", HasStart: true}}, nil},
 		{"orders' final write", faults.OrdersFinish, faults.Spec{Latency: 80 * time.Millisecond}, mode.Naive, time.Second,
-			[]timing.Hop{{Name: "finish", Took: 80 * time.Millisecond, Outcome: "ok"}}, nil},
+			[]timing.Hop{{Name: "finish", Took: 80 * time.Millisecond, Outcome: "ok", HasStart: true}}, nil},
 		{"the budget ran out during it", faults.GatewayCheckout, faults.Spec{Latency: time.Second}, mode.Budgeted, 300 * time.Millisecond,
-			[]timing.Hop{{Name: "gateway", Took: 300 * time.Millisecond, Outcome: "budget_exhausted"}}, context.DeadlineExceeded},
+			[]timing.Hop{{Name: "gateway", Took: 300 * time.Millisecond, Outcome: "budget_exhausted", HasStart: true}}, context.DeadlineExceeded},
 		{"a failure the error rate chose", faults.ShippingCreateShipment, faults.Spec{Latency: 10 * time.Millisecond, ErrorRate: 1}, mode.Budgeted, time.Second,
-			[]timing.Hop{{Name: "carrier", Took: 10 * time.Millisecond, Outcome: "error"}}, faults.ErrInjected},
+			[]timing.Hop{{Name: "carrier", Took: 10 * time.Millisecond, Outcome: "error", HasStart: true}}, faults.ErrInjected},
 		{"no work, no hop", faults.CatalogReserveStock, faults.Spec{}, mode.Budgeted, time.Second, nil, nil},
 	}
 	for _, tt := range tests {

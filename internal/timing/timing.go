@@ -28,8 +28,10 @@ type Hop struct {
 	// Start is when the call began, as an offset from the start of the
 	// request at the server that recorded it (see Recorder.End): two calls
 	// made at once start at the same offset, two in series one after the
-	// other's end.
-	Start time.Duration
+	// other's end. HasStart reports that it is known, even when it rounds
+	// to 0.0 ms: a call made as the request arrived.
+	Start    time.Duration
+	HasStart bool
 	// Rem is what was left of the client's deadline when the call began:
 	// the budget the hop had to fit in, whether the mode honoured it or
 	// not (naive and fragile ignore it; it is negative once the deadline
@@ -62,7 +64,7 @@ func (r *Recorder) Add(h Hop) {
 // creation.
 func (r *Recorder) End(h Hop) {
 	if !r.begin.IsZero() {
-		h.Start = max(time.Since(r.begin)-h.Took, 0)
+		h.Start, h.HasStart = max(time.Since(r.begin)-h.Took, 0), true
 	}
 	r.Add(h)
 }
@@ -119,7 +121,7 @@ const MetadataKey = "server-timing"
 //
 // dur and desc are the standard parameters; timeout (the effective timeout
 // in ms, left out when unbounded), start (the start offset in ms, left
-// out when zero) and rem (the remaining budget on arrival in ms, left out
+// out when unknown) and rem (the remaining budget on arrival in ms, left out
 // when unknown) are Mercado's extensions, which the header's grammar
 // allows and browsers ignore.
 func Format(hops []Hop) string {
@@ -139,7 +141,7 @@ func Format(hops []Hop) string {
 			b = append(b, ";timeout="...)
 			b = strconv.AppendInt(b, h.Timeout.Milliseconds(), 10)
 		}
-		if h.Start > 0 {
+		if h.Start > 0 || h.HasStart {
 			b = append(b, ";start="...)
 			b = strconv.AppendFloat(b, ms(h.Start), 'f', 1, 64)
 		}
@@ -178,7 +180,7 @@ func Parse(value string) ([]Hop, error) {
 				if err != nil || f < 0 {
 					return nil, fmt.Errorf("server-timing %q: start: %q is not a non-negative number", h.Name, v)
 				}
-				h.Start = time.Duration(math.Round(f * float64(time.Millisecond)))
+				h.Start, h.HasStart = time.Duration(math.Round(f*float64(time.Millisecond))), true
 			case "rem":
 				f, err := strconv.ParseFloat(v, 64)
 				if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {

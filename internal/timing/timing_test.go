@@ -67,9 +67,15 @@ func TestFormatParseRoundTrip(t *testing.T) {
 		}},
 		{"skipped", []timing.Hop{{Name: "shipping", Outcome: "skipped"}}},
 		{"exercise 2, in parallel", []timing.Hop{
-			{Name: "catalog", Took: 250 * time.Millisecond, Outcome: "ok", Timeout: 300 * time.Millisecond, Start: 1200 * time.Microsecond},
-			{Name: "fraud", Took: 300 * time.Millisecond, Outcome: "ok", Timeout: 300 * time.Millisecond, Start: 1300 * time.Microsecond},
-			{Name: "payments", Took: 500 * time.Millisecond, Outcome: "ok", Timeout: 596 * time.Millisecond, Start: 301400 * time.Microsecond},
+			{Name: "catalog", Took: 250 * time.Millisecond, Outcome: "ok", Timeout: 300 * time.Millisecond, Start: 1200 * time.Microsecond, HasStart: true},
+			{Name: "fraud", Took: 300 * time.Millisecond, Outcome: "ok", Timeout: 300 * time.Millisecond, Start: 1300 * time.Microsecond, HasStart: true},
+			{Name: "payments", Took: 500 * time.Millisecond, Outcome: "ok", Timeout: 596 * time.Millisecond, Start: 301400 * time.Microsecond, HasStart: true},
+		}},
+		// A call made as the request arrived starts at 0.0 ms, and says so:
+		// a start that rounds to zero is still known.
+		{"a start of zero", []timing.Hop{
+			{Name: "catalog", Took: 101 * time.Millisecond, Outcome: "ok", HasStart: true},
+			{Name: "fraud", Took: 150 * time.Millisecond, Outcome: "ok", Start: 101500 * time.Microsecond, HasStart: true},
 		}},
 	}
 	for _, tt := range tests {
@@ -246,9 +252,9 @@ func TestRecorderEndStartOffsets(t *testing.T) {
 		rec.End(timing.Hop{Name: "payments", Outcome: "skipped"})
 		rec.Add(timing.Hop{Name: "elsewhere", Start: 7 * time.Millisecond})
 		want := []timing.Hop{
-			{Name: "catalog", Took: 250 * time.Millisecond, Start: 10 * time.Millisecond},
-			{Name: "fraud", Took: 300 * time.Millisecond, Start: 10 * time.Millisecond},
-			{Name: "payments", Outcome: "skipped", Start: 310 * time.Millisecond},
+			{Name: "catalog", Took: 250 * time.Millisecond, Start: 10 * time.Millisecond, HasStart: true},
+			{Name: "fraud", Took: 300 * time.Millisecond, Start: 10 * time.Millisecond, HasStart: true},
+			{Name: "payments", Outcome: "skipped", Start: 310 * time.Millisecond, HasStart: true},
 			{Name: "elsewhere", Start: 7 * time.Millisecond},
 		}
 		if got := rec.Hops(); !slices.Equal(got, want) {
@@ -257,8 +263,8 @@ func TestRecorderEndStartOffsets(t *testing.T) {
 	})
 	var zero timing.Recorder // knows no start
 	zero.End(timing.Hop{Name: "catalog", Took: time.Millisecond})
-	if got := zero.Hops(); got[0].Start != 0 {
-		t.Errorf("a zero Recorder dated a hop at %v, want 0", got[0].Start)
+	if got := zero.Hops(); got[0].Start != 0 || got[0].HasStart {
+		t.Errorf("a zero Recorder dated a hop at %v (known: %t), want no start", got[0].Start, got[0].HasStart)
 	}
 }
 
@@ -278,17 +284,17 @@ func TestEndCallRecordsTheRemainingBudgetOnArrival(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		timing.EndCall(ctx, timing.Hop{Name: "late", Outcome: "skipped"})
 		want := []timing.Hop{
-			{Name: "catalog", Took: 280 * time.Millisecond, Rem: 1200 * time.Millisecond, HasRem: true},
-			{Name: "payments", Took: 760 * time.Millisecond, Start: 280 * time.Millisecond, Rem: 920 * time.Millisecond, HasRem: true},
-			{Name: "shipping", Took: 300 * time.Millisecond, Start: 1040 * time.Millisecond, Rem: 160 * time.Millisecond, HasRem: true},
-			{Name: "late", Outcome: "skipped", Start: 1350 * time.Millisecond, Rem: -150 * time.Millisecond, HasRem: true},
+			{Name: "catalog", Took: 280 * time.Millisecond, HasStart: true, Rem: 1200 * time.Millisecond, HasRem: true},
+			{Name: "payments", Took: 760 * time.Millisecond, Start: 280 * time.Millisecond, HasStart: true, Rem: 920 * time.Millisecond, HasRem: true},
+			{Name: "shipping", Took: 300 * time.Millisecond, Start: 1040 * time.Millisecond, HasStart: true, Rem: 160 * time.Millisecond, HasRem: true},
+			{Name: "late", Outcome: "skipped", Start: 1350 * time.Millisecond, HasStart: true, Rem: -150 * time.Millisecond, HasRem: true},
 		}
 		if got := rec.Hops(); !slices.Equal(got, want) {
 			t.Errorf("Hops() = %+v,\nwant %+v", got, want)
 		}
 		// Through Server-Timing and back, rem and all.
 		text := timing.Format(want)
-		if !strings.Contains(text, "catalog;dur=280.0;rem=1200.0") || !strings.Contains(text, "late;dur=0.0;desc=\"skipped\";start=1350.0;rem=-150.0") {
+		if !strings.Contains(text, "catalog;dur=280.0;start=0.0;rem=1200.0") || !strings.Contains(text, "late;dur=0.0;desc=\"skipped\";start=1350.0;rem=-150.0") {
 			t.Errorf("Format() = %q, want rem= on every hop", text)
 		}
 		back, err := timing.Parse(text)
