@@ -52,13 +52,6 @@ type CapstoneStage struct {
 	StoppedAtEnd bool `json:"stopped_at_end"`
 }
 
-// CapstoneCheck is one of the lesson's claims, measured on this run.
-type CapstoneCheck struct {
-	Name string `json:"name"`
-	Pass bool   `json:"pass"`
-	Got  string `json:"got"`
-}
-
 // CapstoneResult is the capstone's run.
 type CapstoneResult struct {
 	Config struct {
@@ -78,7 +71,8 @@ type CapstoneResult struct {
 	// warm-up, and why; stages 1 to 3 run with it.
 	Suggestion budget.Suggestion `json:"suggestion"`
 	Stages     []CapstoneStage   `json:"stages"`
-	Checks     []CapstoneCheck   `json:"checks"`
+	// Checks are the lesson's claims, measured on this run.
+	Checks []report.Claim `json:"checks"`
 	// Verdict weighs the checks and the stages' validity: INVALID when a
 	// stage's run was (its checks are not a measurement), else FAIL when
 	// a check failed, else PASS.
@@ -170,13 +164,13 @@ func gatewayPeak(peaks map[string]int) (int, string) {
 const browseSlack = 0.005
 
 // capstoneChecks are the lesson's claims about the table.
-func capstoneChecks(cfg CapstoneConfig, st []CapstoneStage) []CapstoneCheck {
+func capstoneChecks(cfg CapstoneConfig, st []CapstoneStage) []report.Claim {
 	if len(st) == 0 {
 		return nil
 	}
 	first, last := st[0], st[len(st)-1]
 	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
-	out := []CapstoneCheck{
+	out := []report.Claim{
 		{Name: "stage 0's browse success is below 50%", Pass: first.BrowseSuccessRatio < 0.5, Got: pct(first.BrowseSuccessRatio)},
 		{Name: fmt.Sprintf("stage 0's checkout max is more than 5× stage %s's", last.Stage),
 			Pass: first.CheckoutMaxMS > 5*last.CheckoutMaxMS, Got: fmt.Sprintf("%.0f ms against %.0f ms", first.CheckoutMaxMS, last.CheckoutMaxMS)},
@@ -192,9 +186,9 @@ func capstoneChecks(cfg CapstoneConfig, st []CapstoneStage) []CapstoneCheck {
 		got = strings.Join(worse, "; ")
 	}
 	out = append(out,
-		CapstoneCheck{Name: "no stage browses worse than the one before (within half a point)", Pass: len(worse) == 0, Got: got},
-		CapstoneCheck{Name: fmt.Sprintf("stage %s's browse success is at least 99%%", last.Stage), Pass: last.BrowseSuccessRatio >= 0.99, Got: pct(last.BrowseSuccessRatio)},
-		CapstoneCheck{Name: fmt.Sprintf("stage %s's checkout p99.9 is within the deadline + 10 ms (%d ms)", last.Stage, cfg.Deadline.Milliseconds()+10),
+		report.Claim{Name: "no stage browses worse than the one before (within half a point)", Pass: len(worse) == 0, Got: got},
+		report.Claim{Name: fmt.Sprintf("stage %s's browse success is at least 99%%", last.Stage), Pass: last.BrowseSuccessRatio >= 0.99, Got: pct(last.BrowseSuccessRatio)},
+		report.Claim{Name: fmt.Sprintf("stage %s's checkout p99.9 is within the deadline + 10 ms (%d ms)", last.Stage, cfg.Deadline.Milliseconds()+10),
 			Pass: last.CheckoutP999MS <= float64(cfg.Deadline.Milliseconds()+10), Got: fmt.Sprintf("%.0f ms", last.CheckoutP999MS)},
 	)
 	return out
@@ -255,11 +249,7 @@ func (r CapstoneResult) WriteTable(w io.Writer) {
 		fmt.Fprintln(w, "The lesson's claims:")
 	}
 	for _, ch := range r.Checks {
-		v := "PASS"
-		if !ch.Pass {
-			v = "FAIL"
-		}
-		fmt.Fprintf(w, "%s  %s: %s\n", v, ch.Name, ch.Got)
+		fmt.Fprintln(w, ch)
 	}
 	fmt.Fprintf(w, "\nVerdict: %s\n", r.verdictLine())
 }
@@ -339,11 +329,7 @@ func (r CapstoneResult) WriteHTML(w io.Writer) error {
 	lead.Lists = append(lead.Lists, report.List{Title: "The suggest step, from stage 0's healthy warm-up", Items: suggestionLines(r.Suggestion)})
 	var checks []string
 	for _, ch := range r.Checks {
-		v := "PASS"
-		if !ch.Pass {
-			v = "FAIL"
-		}
-		checks = append(checks, fmt.Sprintf("%s  %s: %s", v, ch.Name, ch.Got))
+		checks = append(checks, ch.String())
 	}
 	checks = append(checks, "Verdict: "+r.verdictLine())
 	lead.Lists = append(lead.Lists, report.List{Title: "The lesson's claims, on this run", Items: checks})

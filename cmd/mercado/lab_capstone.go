@@ -11,7 +11,6 @@ import (
 	"github.com/mercado-lab/mercado/internal/budget"
 	"github.com/mercado-lab/mercado/internal/netfault"
 	"github.com/mercado-lab/mercado/lab"
-	"github.com/mercado-lab/mercado/loadtest/report"
 )
 
 // Quick durations: a smoke test of the capstone's wiring, not a
@@ -85,11 +84,7 @@ func capstoneVerdict(res lab.CapstoneResult) error {
 			invalid = append(invalid, "stage "+s.Stage+": "+s.Invalid)
 		}
 	}
-	claims := make([]report.Claim, len(res.Checks))
-	for i, c := range res.Checks {
-		claims[i] = report.Claim{Name: c.Name, Pass: c.Pass, Got: c.Got}
-	}
-	return judged("lab capstone", invalid, "Close other programs and run it again, or lower --checkout-rate and --browse-rate", claims)
+	return judged("lab capstone", invalid, "Close other programs and run it again, or lower --checkout-rate and --browse-rate", res.Checks)
 }
 
 // writeFile creates name and writes it with write.

@@ -119,9 +119,9 @@ func writeChecks(w io.Writer, checks []loadtest.CheckResult) {
 // Claim is one check as a lab prints it: the claim in words, whether it
 // held, and what was measured.
 type Claim struct {
-	Name string
-	Pass bool
-	Got  string
+	Name string `json:"name"`
+	Pass bool   `json:"pass"`
+	Got  string `json:"got"`
 }
 
 // Claims are measured checks as a lab prints them.
