@@ -49,11 +49,14 @@ func Judge(invalid int, checks []bool) Verdict {
 	return VerdictPass
 }
 
+// RunAgain is what to do about an INVALID run.
+const RunAgain = "Close other programs and run it again, or lower the rates"
+
 // InvalidAdvice is the line a lab shows of an INVALID run: what made it
 // invalid (why, as ModeResult.Invalid says it) and what to do.
 func InvalidAdvice(why string) string {
 	return why + ": the load generator fell behind its schedule on a busy machine. " +
-		"Close other programs and run it again, or lower the rates (or run a shorter scenario)"
+		RunAgain + " (or run a shorter scenario)"
 }
 
 // Conclude measures checks against r, notes under each INVALID run what

@@ -71,7 +71,7 @@ func scenarioVerdict(command string, res loadtest.Results) error {
 			invalid = append(invalid, m.Mode+" run: "+m.Invalid)
 		}
 	}
-	return judged(command, invalid, "Close other programs and run it again, or lower the rates", report.Claims(res.Checks))
+	return judged(command, invalid, loadtest.RunAgain, report.Claims(res.Checks))
 }
 
 // writeReplayVerdict prints a replay's verdict under its checks: err is
