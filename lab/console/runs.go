@@ -38,7 +38,6 @@ type RunState struct {
 	TotalS float64 `json:"total_s"`
 	// Checks are the scenario's checks, once done: PASS or FAIL each.
 	Checks []string `json:"checks,omitempty"`
-	Passed bool     `json:"passed"`
 	// Verdict, once done, weighs the checks and the runs' validity:
 	// PASS, FAIL, or INVALID when a mode's generator fell behind its
 	// schedule. Invalid says, for each such mode, why and what to do.
@@ -146,7 +145,7 @@ func (r *runs) run(ctx context.Context, n int, sc loadtest.Scenario) {
 		r.cur.State, r.cur.Error = "failed", err.Error()
 	default:
 		r.cur.State, r.cur.DoneS = "done", r.cur.TotalS
-		r.cur.Verdict, r.cur.Passed = res.Verdict, res.Verdict == loadtest.VerdictPass
+		r.cur.Verdict = res.Verdict
 		r.cur.Mode, r.cur.Phase, r.cur.FaultOn, r.cur.Faults = "", "", false, ""
 		for _, c := range report.Claims(res.Checks) {
 			r.cur.Checks = append(r.cur.Checks, c.String())
