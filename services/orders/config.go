@@ -65,13 +65,14 @@ func (c *Config) RegisterDependencyFlags(fs *flag.FlagSet) {
 	c.RegisterCapFlags(fs)
 }
 
-// RegisterCapFlags binds the dependencies' caps only.
+// RegisterCapFlags binds the dependencies' caps only: one flag for each
+// dependency whose cap is a setting (graph).
 func (c *Config) RegisterCapFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&c.CatalogCap, "catalog-cap", c.CatalogCap, "own timeout of each call to catalog")
-	fs.DurationVar(&c.FraudCap, "fraud-cap", c.FraudCap, "own timeout of each call to payments' fraud screen")
-	fs.DurationVar(&c.PaymentsCap, "payments-cap", c.PaymentsCap, "own timeout of each call to payments")
-	fs.DurationVar(&c.ShippingCap, "shipping-cap", c.ShippingCap, "own timeout of each call to shipping")
-	fs.DurationVar(&c.EstimateCap, "estimate-cap", c.EstimateCap, "slice of the optional delivery estimate (budgeted: the answer's default on expiry)")
+	for _, d := range graph(c) {
+		if d.Flag != "" {
+			fs.DurationVar(d.slice, d.Flag, *d.slice, d.usage)
+		}
+	}
 }
 
 // Validate reports every problem with c.
@@ -84,13 +85,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: must not be empty", a.name))
 		}
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"catalog-cap", c.CatalogCap}, {"fraud-cap", c.FraudCap}, {"payments-cap", c.PaymentsCap}, {"shipping-cap", c.ShippingCap},
-		{"estimate-cap", c.EstimateCap}} {
-		if d.v <= 0 || d.v > time.Hour {
-			errs = append(errs, fmt.Errorf("%s: %v is outside (0, 1h]", d.name, d.v))
+	for _, d := range graph(&c) {
+		if d.Flag != "" && (d.Slice <= 0 || d.Slice > time.Hour) {
+			errs = append(errs, fmt.Errorf("%s: %v is outside (0, 1h]", d.Flag, d.Slice))
 		}
 	}
 	return errors.Join(errs...)

@@ -4,9 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/mode"
+	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
+	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
+	shippingv1 "github.com/mercado-lab/mercado/proto/shipping/v1"
 )
 
 // The checkout's dependencies and what the failure of each does to it,
@@ -37,39 +42,82 @@ const (
 	FireForward Criticality = "fire_forward"
 )
 
-// Dependency is one of the checkout's dependencies.
+// Dependency is one of the checkout's dependencies: everything orders
+// says about it, in one row. The chains, the connections, the cap flags,
+// Server-Timing's hop names, GET /admin/graph and `budget check`'s model
+// are all read from the table (graph).
 type Dependency struct {
 	// Name is the dependency's name in hops, metrics and client chains.
 	Name string
-	// Call is the method the checkout calls.
-	Call        string
-	Criticality Criticality
+	// Method is the gRPC method the checkout calls; Call is the same as
+	// the docs write it, "catalog.ReserveStock".
+	Method, Call string
+	Criticality  Criticality
 	// Slice is the call's own cap, clipped to the budget in budgeted mode.
 	Slice time.Duration
+	// Flag is the flag that sets Slice; empty when Slice is fixed.
+	Flag string
+	// Retried says whether orders, the one layer that retries in
+	// budgeted mode, retries the call within the budget.
+	Retried bool
 	// Mechanism is the switch that makes a dependency other than
 	// critical; off, it is critical and in line.
 	Mechanism string
 	// OnFailure says what the dependency's failure does, as declared.
 	OnFailure string
+
+	// addr is the address the call is dialled at, slice the setting
+	// Slice is read from, usage the flag's help.
+	addr  *string
+	slice *time.Duration
+	usage string
 }
 
 // Graph is the checkout's dependencies under cfg, in the order a checkout
 // meets them.
-func Graph(cfg Config) []Dependency {
-	return []Dependency{
-		{Name: "catalog", Call: "catalog.ReserveStock", Criticality: Critical, Slice: cfg.CatalogCap,
+func Graph(cfg Config) []Dependency { return graph(&cfg) }
+
+// graph is the table, its rows bound to c's settings. The fraud screen
+// and the audit trail are served by payments, the estimate by shipping,
+// but each is a dependency of its own: its own cap, bulkhead and breaker,
+// so a slow screen does not take the charges' slots, nor a hung quote open
+// the bookings' breaker. The optional estimate gets one try in its short
+// slice, and the audit queue does its own retrying, with backoff, outside
+// any request; the rest are retried within the budget.
+func graph(c *Config) []Dependency {
+	audit := AuditTimeout
+	ds := []Dependency{
+		{Name: "catalog", Method: catalogv1.CatalogService_ReserveStock_FullMethodName, Criticality: Critical,
+			addr: &c.CatalogAddr, slice: &c.CatalogCap, Flag: "catalog-cap", usage: "own timeout of each call to catalog", Retried: true,
 			OnFailure: "the checkout fails and nothing is charged"},
-		{Name: "fraud", Call: "payments.ScreenOrder", Criticality: Critical, Slice: cfg.FraudCap,
+		{Name: "fraud", Method: paymentsv1.PaymentsService_ScreenOrder_FullMethodName, Criticality: Critical,
+			addr: &c.PaymentsAddr, slice: &c.FraudCap, Flag: "fraud-cap", usage: "own timeout of each call to payments' fraud screen", Retried: true,
 			OnFailure: "the checkout fails and nothing is charged; a declined order is never charged"},
-		{Name: "payments", Call: "payments.CreateCharge", Criticality: Critical, Slice: cfg.PaymentsCap,
+		{Name: "payments", Method: paymentsv1.PaymentsService_CreateCharge_FullMethodName, Criticality: Critical,
+			addr: &c.PaymentsAddr, slice: &c.PaymentsCap, Flag: "payments-cap", usage: "own timeout of each call to payments", Retried: true,
 			OnFailure: "the checkout fails, or is left payment_pending for the reconciler when the charge's outcome is unknown"},
-		{Name: "shipping", Call: "shipping.CreateShipment", Criticality: Deferred, Slice: cfg.ShippingCap, Mechanism: "outbox",
+		{Name: "shipping", Method: shippingv1.ShippingService_CreateShipment_FullMethodName, Criticality: Deferred, Mechanism: "outbox",
+			addr: &c.ShippingAddr, slice: &c.ShippingCap, Flag: "shipping-cap", usage: "own timeout of each call to shipping", Retried: true,
 			OnFailure: "the order is confirmed with its shipment pending, and the outbox books it later"},
-		{Name: estimateDep, Call: "shipping.EstimateDelivery", Criticality: Optional, Slice: cfg.EstimateCap, Mechanism: "criticality",
+		{Name: estimateDep, Method: shippingv1.ShippingService_EstimateDelivery_FullMethodName, Criticality: Optional, Mechanism: "criticality",
+			addr: &c.ShippingAddr, slice: &c.EstimateCap, Flag: "estimate-cap", usage: "slice of the optional delivery estimate (budgeted: the answer's default on expiry)",
 			OnFailure: fmt.Sprintf("the answer carries the default delivery estimate (%s) and degraded: [%q]", DefaultDeliveryEstimate, PartDeliveryEstimate)},
-		{Name: auditDep, Call: "payments.RecordAudit", Criticality: FireForward, Slice: AuditTimeout, Mechanism: "criticality",
+		{Name: auditDep, Method: paymentsv1.PaymentsService_RecordAudit_FullMethodName, Criticality: FireForward, Mechanism: "criticality",
+			addr: &c.PaymentsAddr, slice: &audit,
 			OnFailure: "the queue's worker tries again with backoff while the event lives; nothing waits for it"},
 	}
+	for i := range ds {
+		ds[i].Slice = *ds[i].slice
+		ds[i].Call = callName(ds[i].Method)
+	}
+	return ds
+}
+
+// callName writes a full gRPC method name, "/mercado.catalog.v1.CatalogService/ReserveStock",
+// as "catalog.ReserveStock".
+func callName(method string) string {
+	pkg, _, _ := strings.Cut(strings.TrimPrefix(method, "/mercado."), ".")
+	return pkg + "." + path.Base(method)
 }
 
 // String is the window as the docs write it: "3–5 business days".

@@ -37,47 +37,39 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		kit.Close()
 		return nil, err
 	}
-	deps := newDependencies(kit, cfg)
+	chains := newChains(kit, cfg)
 	var cs conns
 	kit.OnClose(func() { cs.Close() })
-	// connect opens one connection per dependency, each with its own
-	// chain; after the first failure it opens nothing more.
-	var dialErr error
-	connect := func(addr string, chain ...grpc.UnaryClientInterceptor) *grpc.ClientConn {
-		if dialErr != nil {
-			return nil
+	// One connection per dependency, each with its own chain, at the
+	// address of the service that serves it; after the first failure
+	// nothing more is opened.
+	conn := map[string]*grpc.ClientConn{}
+	for _, d := range graph(&cfg) {
+		chain := []grpc.UnaryClientInterceptor{chains[d.Name]}
+		if d.Name == "payments" {
+			// After the chain, each attempt that leaves is recorded, to
+			// tell a charge that cannot have taken money (notcharged.go).
+			chain = append(chain, recordSent)
 		}
-		cc, err := dial.Conn(addr, dial.Options{
+		cc, err := dial.Conn(*d.addr, dial.Options{
 			Interceptors:   chain,
 			StatsHandler:   kit.Tracing.GRPCClientHandler(),
 			ConnectTimeout: kit.ConnectTimeout,
 		})
 		if err != nil {
-			dialErr = err
-			return nil
+			kit.Close()
+			return nil, err
 		}
 		cs = append(cs, cc)
-		return cc
-	}
-	catalog := connect(cfg.CatalogAddr, deps.catalog)
-	// After the chain, each attempt that leaves is recorded, to tell a
-	// charge that cannot have taken money (notcharged.go).
-	payments := connect(cfg.PaymentsAddr, deps.payments, recordSent)
-	shipping := connect(cfg.ShippingAddr, deps.shipping)
-	fraud := connect(cfg.PaymentsAddr, deps.fraud)
-	estimate := connect(cfg.ShippingAddr, deps.estimate)
-	audit := connect(cfg.PaymentsAddr, deps.audit)
-	if dialErr != nil {
-		kit.Close()
-		return nil, dialErr
+		conn[d.Name] = cc
 	}
 	svc, err := NewService(Deps{
 		Store: store, Keys: keys,
-		Catalog:  catalogClient{catalogv1.NewCatalogServiceClient(catalog)},
-		Payments: paymentsClient{paymentsv1.NewPaymentsServiceClient(payments)},
-		Shipping: shippingClient{shippingv1.NewShippingServiceClient(shipping), shippingv1.NewShippingServiceClient(estimate)},
-		Fraud:    fraudClient{paymentsv1.NewPaymentsServiceClient(fraud)},
-		Audit:    auditClient{paymentsv1.NewPaymentsServiceClient(audit)},
+		Catalog:  catalogClient{catalogv1.NewCatalogServiceClient(conn["catalog"])},
+		Payments: paymentsClient{paymentsv1.NewPaymentsServiceClient(conn["payments"])},
+		Shipping: shippingClient{shippingv1.NewShippingServiceClient(conn["shipping"]), shippingv1.NewShippingServiceClient(conn[estimateDep])},
+		Fraud:    fraudClient{paymentsv1.NewPaymentsServiceClient(conn["fraud"])},
+		Audit:    auditClient{paymentsv1.NewPaymentsServiceClient(conn[auditDep])},
 		Settings: kit.Settings, Log: kit.Log, Work: kit.Faults, Metrics: kit.Metrics,
 	})
 	if err != nil {
