@@ -3,7 +3,6 @@ package breaker
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +41,7 @@ func (s State) String() string {
 	case Open:
 		return "open"
 	}
-	return "state(" + strconv.Itoa(int(s)) + ")"
+	return fmt.Sprintf("state(%d)", int(s))
 }
 
 // Counts are the calls the breaker counts now: while closed, those that

@@ -27,16 +27,13 @@ const (
 
 // String returns "success", "failure" or "excluded".
 func (v Verdict) String() string {
-	switch v {
-	case Success:
-		return "success"
-	case Failure:
-		return "failure"
-	case Excluded:
-		return "excluded"
+	if name, ok := verdictNames[v]; ok {
+		return name
 	}
 	return "verdict(" + strconv.Itoa(int(v)) + ")"
 }
+
+var verdictNames = map[Verdict]string{Success: "success", Failure: "failure", Excluded: "excluded"}
 
 // Classify is the default verdict on a call's error.
 //

@@ -170,16 +170,7 @@ func (p *Pool) AcquireWithin(ctx context.Context, limit int) (time.Duration, err
 		p.acquired.Add(1)
 		return time.Since(start), nil
 	case <-ctx.Done():
-		p.mu.Lock()
-		if w.granted {
-			p.releaseLocked()
-		} else {
-			p.low.remove(w)
-		}
-		p.mu.Unlock()
-		p.expired.Add(1)
-		waited := time.Since(start)
-		return waited, p.ended(ctx, waited, "ended while queued")
+		return p.leave(ctx, &p.low, w, start)
 	}
 }
 
@@ -216,19 +207,24 @@ func (p *Pool) wait(ctx context.Context, w *waiter, start time.Time) (time.Durat
 		return waited, fmt.Errorf("%w: pool %q had no free slot within %v", ErrFull, p.name, p.maxWait)
 
 	case <-ctx.Done():
-		p.mu.Lock()
-		if w.granted {
-			// Handed a slot after the budget was gone: nobody would use
-			// it, so pass it on to the next in line.
-			p.releaseLocked()
-		} else {
-			p.queue.remove(w)
-		}
-		p.mu.Unlock()
-		p.expired.Add(1)
-		waited := time.Since(start)
-		return waited, p.ended(ctx, waited, "ended while queued")
+		return p.leave(ctx, &p.queue, w, start)
 	}
+}
+
+// leave takes w, whose ctx ended while it waited in q, out of the line.
+func (p *Pool) leave(ctx context.Context, q *waitQueue, w *waiter, start time.Time) (time.Duration, error) {
+	p.mu.Lock()
+	if w.granted {
+		// Handed a slot after the budget was gone: nobody would use it,
+		// so pass it on to the next in line.
+		p.releaseLocked()
+	} else {
+		q.remove(w)
+	}
+	p.mu.Unlock()
+	p.expired.Add(1)
+	waited := time.Since(start)
+	return waited, p.ended(ctx, waited, "ended while queued")
 }
 
 // ended is the error for a ctx that ended before a slot was taken. It wraps
