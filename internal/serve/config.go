@@ -13,6 +13,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/setting"
 )
 
 // Defaults shared by every service. The margin covers the answer's way
@@ -116,55 +117,45 @@ type Resilience struct {
 // bulkheads of 25, breakers at 50% of at least 20 calls, open 30 s
 // (Drill 76).
 func DefaultResilience() Resilience {
-	return Resilience{Workers: 200, Bulkhead: 25, MaxWait: 100 * time.Millisecond,
-		BreakerMinCalls: 20, BreakerRatio: 0.5, BreakerOpen: 30 * time.Second}
+	var r Resilience
+	setting.Default(r.settings()...)
+	return r
+}
+
+// settings declares r's settings, each once: its flag, default, range and
+// help.
+func (r *Resilience) settings() []setting.Setting {
+	return []setting.Setting{
+		setting.Int(&r.Workers, "workers", 200, setting.Within(1, 100_000), "worker pool size (naive: shared by every request)"),
+		setting.Int(&r.Bulkhead, "bulkhead", 25, setting.Within(1, 100_000), "budgeted: slots per route (gateway) or per dependency (orders)"),
+		setting.Duration(&r.MaxWait, "max-wait", 100*time.Millisecond, setting.Within(0, time.Minute),
+			"budgeted: longest wait for a worker or a bulkhead slot"),
+		setting.Int(&r.BreakerMinCalls, "breaker-min-calls", 20, setting.Within(1, 10_000), "breakers open on no fewer calls in their window"),
+		setting.Float(&r.BreakerRatio, "breaker-ratio", 0.5, setting.Above(0.0, 1), "breakers open at this share of failures in the window"),
+		setting.Var(breakerWindow{r}, "breaker-window", "", "how far back breakers count calls (0: each dependency's, from its cap and bulkhead; "+
+			"a bare number N is the old count window, read as --breaker-min-calls N)", r.checkWindow),
+		setting.Duration(&r.BreakerOpen, "breaker-open", 30*time.Second, setting.Above(0, time.Hour), "how long an open breaker stays open"),
+	}
 }
 
 // RegisterFlags binds r's fields to flags on fs.
-func (r *Resilience) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&r.Workers, "workers", r.Workers, "worker pool size (naive: shared by every request)")
-	fs.IntVar(&r.Bulkhead, "bulkhead", r.Bulkhead, "budgeted: slots per route (gateway) or per dependency (orders)")
-	fs.DurationVar(&r.MaxWait, "max-wait", r.MaxWait, "budgeted: longest wait for a worker or a bulkhead slot")
-	fs.IntVar(&r.BreakerMinCalls, "breaker-min-calls", r.BreakerMinCalls, "breakers open on no fewer calls in their window")
-	fs.Float64Var(&r.BreakerRatio, "breaker-ratio", r.BreakerRatio, "breakers open at this share of failures in the window")
-	fs.Var(breakerWindow{r}, "breaker-window", "how far back breakers count calls (0: each dependency's, from its cap and bulkhead; "+
-		"a bare number N is the old count window, read as --breaker-min-calls N)")
-	fs.DurationVar(&r.BreakerOpen, "breaker-open", r.BreakerOpen, "how long an open breaker stays open")
-}
+func (r *Resilience) RegisterFlags(fs *flag.FlagSet) { setting.Register(fs, r.settings()...) }
 
 // Validate reports every problem with r.
-func (r Resilience) Validate() error {
-	var errs []error
-	if r.Workers < 1 || r.Workers > 100_000 {
-		errs = append(errs, fmt.Errorf("workers: %d is outside 1 to 100000", r.Workers))
-	}
-	if r.Bulkhead < 1 || r.Bulkhead > 100_000 {
-		errs = append(errs, fmt.Errorf("bulkhead: %d is outside 1 to 100000", r.Bulkhead))
-	}
-	if r.MaxWait < 0 || r.MaxWait > time.Minute {
-		errs = append(errs, fmt.Errorf("max-wait: %v is outside 0 to 1m", r.MaxWait))
-	}
-	if r.BreakerMinCalls < 1 || r.BreakerMinCalls > 10_000 {
-		errs = append(errs, fmt.Errorf("breaker-min-calls: %d is outside 1 to 10000", r.BreakerMinCalls))
-	}
+func (r Resilience) Validate() error { return setting.Check(r.settings()...) }
+
+func (r *Resilience) checkWindow() error {
 	if r.BreakerWindow != 0 && (r.BreakerWindow < 100*time.Millisecond || r.BreakerWindow > time.Hour) {
-		errs = append(errs, fmt.Errorf("breaker-window: %v is outside 100ms to 1h (or 0, each dependency's own)", r.BreakerWindow))
+		return fmt.Errorf("%v is outside 100ms to 1h (or 0, each dependency's own)", r.BreakerWindow)
 	}
-	if !(r.BreakerRatio > 0 && r.BreakerRatio <= 1) {
-		errs = append(errs, fmt.Errorf("breaker-ratio: %v is outside (0, 1]", r.BreakerRatio))
-	}
-	if r.BreakerOpen <= 0 || r.BreakerOpen > time.Hour {
-		errs = append(errs, fmt.Errorf("breaker-open: %v is outside (0, 1h]", r.BreakerOpen))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // DefaultShared returns the shared settings with every default filled in.
 func DefaultShared() Shared {
-	return Shared{
-		Mode: DefaultMode, Margin: DefaultMargin, Floor: DefaultFloor, ConnectTimeout: DefaultConnectTimeout,
-		Resilience: DefaultResilience(), DBMaxConns: DefaultDBMaxConns, DrainTimeout: DefaultDrainTimeout,
-	}
+	var s Shared
+	setting.Default(s.settings()...)
+	return s
 }
 
 // Defaults returns the common configuration of a service listening on the
@@ -173,82 +164,71 @@ func Defaults(addr, adminAddr string) Common {
 	return Common{Shared: DefaultShared(), Addr: addr, AdminAddr: adminAddr, Faults: faults.Set{}}
 }
 
-// RegisterFlags binds s's fields to flags on fs, keeping s's values as
-// defaults. Prefer the environment for the admin token and the database
-// URL (MERCADO_ADMIN_TOKEN, MERCADO_DATABASE_URL): a flag's value shows in
-// the process list.
-func (s *Shared) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var(&s.Mode, "mode", "fragile, naive or budgeted")
-	fs.DurationVar(&s.Margin, "margin", s.Margin, "time kept back from each call for the way back")
-	fs.DurationVar(&s.Floor, "floor", s.Floor, "least budget worth starting a call with")
-	fs.DurationVar(&s.ConnectTimeout, "connect-timeout", s.ConnectTimeout,
-		"budgeted: longest attempt to connect to a dependency (naive: gRPC's default, 20 s)")
-	fs.Var(&s.Overrides, "mechanisms", `switch single mechanisms on top of the mode, e.g. "breakers=off,retries=naive"`)
-	s.Resilience.RegisterFlags(fs)
-	fs.StringVar(&s.AdminToken, "admin-token", s.AdminToken, "bearer token required for admin changes (reads stay open)")
-	fs.StringVar(&s.DatabaseURL, "database-url", s.DatabaseURL,
-		"PostgreSQL URL for the service's state, e.g. postgres://mercado:mercado@127.0.0.1:5432/mercado?sslmode=disable (empty: in memory)")
-	fs.IntVar(&s.DBMaxConns, "db-max-conns", s.DBMaxConns, "most database connections the service holds")
-	fs.DurationVar(&s.DrainTimeout, "drain-timeout", s.DrainTimeout, "how long shutdown waits for work in flight")
+// settings declares s's settings, each once. Prefer the environment for
+// the admin token and the database URL (MERCADO_ADMIN_TOKEN,
+// MERCADO_DATABASE_URL): a flag's value shows in the process list.
+func (s *Shared) settings() []setting.Setting {
+	return append([]setting.Setting{
+		setting.Var(&s.Mode, "mode", string(DefaultMode), "fragile, naive or budgeted", func() error {
+			_, err := mode.Parse(string(s.Mode))
+			return err
+		}),
+		setting.Duration(&s.Margin, "margin", DefaultMargin, setting.Within(0, time.Minute), "time kept back from each call for the way back"),
+		setting.Duration(&s.Floor, "floor", DefaultFloor, setting.Within(0, time.Minute), "least budget worth starting a call with"),
+		setting.Duration(&s.ConnectTimeout, "connect-timeout", DefaultConnectTimeout, setting.Above(0, time.Minute),
+			"budgeted: longest attempt to connect to a dependency (naive: gRPC's default, 20 s)"),
+		setting.Var(&s.Overrides, "mechanisms", "", `switch single mechanisms on top of the mode, e.g. "breakers=off,retries=naive"`,
+			func() error { return s.Overrides.Validate() }),
+	}, append(s.Resilience.settings(),
+		setting.String(&s.AdminToken, "admin-token", "", "bearer token required for admin changes (reads stay open)", nil),
+		setting.String(&s.DatabaseURL, "database-url", "",
+			"PostgreSQL URL for the service's state, e.g. postgres://mercado:mercado@127.0.0.1:5432/mercado?sslmode=disable (empty: in memory)",
+			checkDatabaseURL),
+		setting.Int(&s.DBMaxConns, "db-max-conns", DefaultDBMaxConns, setting.Within(1, 1000), "most database connections the service holds"),
+		setting.Duration(&s.DrainTimeout, "drain-timeout", DefaultDrainTimeout, setting.Above(0, time.Hour), "how long shutdown waits for work in flight"),
+	)...)
 }
 
+func checkDatabaseURL(url string) error {
+	if url == "" {
+		return nil
+	}
+	_, err := pgxpool.ParseConfig(url) // pgx leaves the password out
+	return err
+}
+
+// RegisterFlags binds s's fields to flags on fs, keeping s's values as
+// defaults.
+func (s *Shared) RegisterFlags(fs *flag.FlagSet) { setting.Register(fs, s.settings()...) }
+
 // Validate reports every problem with s, each naming its flag.
-func (s Shared) Validate() error {
-	var errs []error
-	if _, err := mode.Parse(string(s.Mode)); err != nil {
-		errs = append(errs, fmt.Errorf("mode: %w", err))
+func (s Shared) Validate() error { return setting.Check(s.settings()...) }
+
+// settings declares c's own settings; the listen addresses' defaults are
+// each service's (Defaults).
+func (c *Common) settings() []setting.Setting {
+	return []setting.Setting{
+		setting.String(&c.Addr, "addr", "", "serving listen address", setting.NotEmpty),
+		setting.String(&c.AdminAddr, "admin-addr", "",
+			"admin listen address (/healthz, /readyz, /metrics, /admin/*); beyond loopback it needs --admin-token or --admin-insecure",
+			setting.NotEmpty),
+		setting.Bool(&c.AdminInsecure, "admin-insecure", false,
+			"allow an admin listener other machines can reach without --admin-token (anyone reaching it may switch modes and inject faults)"),
+		setting.Var(&c.Faults, "fault", "", `simulated work, "[Method:]latency=280ms[,hang[=10s]]"; repeatable, or ";"-separated`, nil),
 	}
-	if s.Margin < 0 || s.Margin > time.Minute {
-		errs = append(errs, fmt.Errorf("margin: %v is outside 0 to 1m", s.Margin))
-	}
-	if s.Floor < 0 || s.Floor > time.Minute {
-		errs = append(errs, fmt.Errorf("floor: %v is outside 0 to 1m", s.Floor))
-	}
-	if s.ConnectTimeout <= 0 || s.ConnectTimeout > time.Minute {
-		errs = append(errs, fmt.Errorf("connect-timeout: %v is outside (0, 1m]", s.ConnectTimeout))
-	}
-	if err := s.Overrides.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("mechanisms: %w", err))
-	}
-	if err := s.Resilience.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if s.DatabaseURL != "" {
-		if _, err := pgxpool.ParseConfig(s.DatabaseURL); err != nil {
-			errs = append(errs, fmt.Errorf("database-url: %w", err)) // pgx leaves the password out
-		}
-	}
-	if s.DBMaxConns < 1 || s.DBMaxConns > 1000 {
-		errs = append(errs, fmt.Errorf("db-max-conns: %d is outside 1 to 1000", s.DBMaxConns))
-	}
-	if s.DrainTimeout <= 0 || s.DrainTimeout > time.Hour {
-		errs = append(errs, fmt.Errorf("drain-timeout: %v is outside (0, 1h]", s.DrainTimeout))
-	}
-	return errors.Join(errs...)
 }
 
 // RegisterFlags binds c's fields to flags on fs, keeping c's values as
 // defaults: the shared settings, and the service's own.
 func (c *Common) RegisterFlags(fs *flag.FlagSet) {
 	c.Shared.RegisterFlags(fs)
-	fs.StringVar(&c.Addr, "addr", c.Addr, "serving listen address")
-	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr,
-		"admin listen address (/healthz, /readyz, /metrics, /admin/*); beyond loopback it needs --admin-token or --admin-insecure")
-	fs.BoolVar(&c.AdminInsecure, "admin-insecure", c.AdminInsecure,
-		"allow an admin listener other machines can reach without --admin-token (anyone reaching it may switch modes and inject faults)")
-	fs.Var(&c.Faults, "fault", `simulated work, "[Method:]latency=280ms[,hang[=10s]]"; repeatable, or ";"-separated`)
+	setting.Register(fs, c.settings()...)
 }
 
 // Validate reports every problem with c: its shared settings, then its
 // own.
 func (c Common) Validate() error {
-	errs := []error{c.Shared.Validate()}
-	if c.Addr == "" {
-		errs = append(errs, errors.New("addr: must not be empty"))
-	}
-	if c.AdminAddr == "" {
-		errs = append(errs, errors.New("admin-addr: must not be empty"))
-	}
+	errs := []error{c.Shared.Validate(), setting.Check(c.settings()...)}
 	if c.Addr != "" && c.Addr == c.AdminAddr && !strings.HasSuffix(c.Addr, ":0") {
 		errs = append(errs, errors.New("admin-addr: must differ from addr (admin never shares the serving port)"))
 	}

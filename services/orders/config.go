@@ -3,10 +3,10 @@ package orders
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/setting"
 )
 
 // Defaults: listen addresses from the port table in docs/deploy.md (the
@@ -43,12 +43,30 @@ type Config struct {
 
 // DefaultConfig returns the configuration with every default filled in.
 func DefaultConfig() Config {
-	return Config{
-		Common:      serve.Defaults(DefaultAddr, DefaultAdminAddr),
-		CatalogAddr: "localhost:8082", PaymentsAddr: "localhost:8083", ShippingAddr: "localhost:8084",
-		CatalogCap: DefaultCatalogCap, FraudCap: DefaultFraudCap, PaymentsCap: DefaultPaymentsCap, ShippingCap: DefaultShippingCap,
-		EstimateCap: DefaultEstimateCap,
+	c := Config{Common: serve.Defaults(DefaultAddr, DefaultAdminAddr)}
+	setting.Default(append(c.addrSettings(), c.capSettings()...)...)
+	return c
+}
+
+// addrSettings declares the addresses of the services orders calls.
+func (c *Config) addrSettings() []setting.Setting {
+	return []setting.Setting{
+		setting.String(&c.CatalogAddr, "catalog-addr", "localhost:8082", "catalog's gRPC address", setting.NotEmpty),
+		setting.String(&c.PaymentsAddr, "payments-addr", "localhost:8083", "payments' gRPC address", setting.NotEmpty),
+		setting.String(&c.ShippingAddr, "shipping-addr", "localhost:8084", "shipping's gRPC address", setting.NotEmpty),
 	}
+}
+
+// capSettings declares a cap for each dependency whose cap is a setting
+// (graph).
+func (c *Config) capSettings() []setting.Setting {
+	var ss []setting.Setting
+	for _, d := range graph(c) {
+		if d.Flag != "" {
+			ss = append(ss, setting.Duration(d.slice, d.Flag, d.def, setting.Above(0, time.Hour), d.usage))
+		}
+	}
+	return ss
 }
 
 // RegisterFlags binds c to flags on fs, keeping c's values as defaults.
@@ -59,36 +77,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 
 // RegisterDependencyFlags binds the dependencies' addresses and caps.
 func (c *Config) RegisterDependencyFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.CatalogAddr, "catalog-addr", c.CatalogAddr, "catalog's gRPC address")
-	fs.StringVar(&c.PaymentsAddr, "payments-addr", c.PaymentsAddr, "payments' gRPC address")
-	fs.StringVar(&c.ShippingAddr, "shipping-addr", c.ShippingAddr, "shipping's gRPC address")
+	setting.Register(fs, c.addrSettings()...)
 	c.RegisterCapFlags(fs)
 }
 
-// RegisterCapFlags binds the dependencies' caps only: one flag for each
-// dependency whose cap is a setting (graph).
-func (c *Config) RegisterCapFlags(fs *flag.FlagSet) {
-	for _, d := range graph(c) {
-		if d.Flag != "" {
-			fs.DurationVar(d.slice, d.Flag, *d.slice, d.usage)
-		}
-	}
-}
+// RegisterCapFlags binds the dependencies' caps only.
+func (c *Config) RegisterCapFlags(fs *flag.FlagSet) { setting.Register(fs, c.capSettings()...) }
 
 // Validate reports every problem with c.
 func (c Config) Validate() error {
-	errs := []error{c.Common.Validate()}
-	for _, a := range []struct {
-		name, v string
-	}{{"catalog-addr", c.CatalogAddr}, {"payments-addr", c.PaymentsAddr}, {"shipping-addr", c.ShippingAddr}} {
-		if a.v == "" {
-			errs = append(errs, fmt.Errorf("%s: must not be empty", a.name))
-		}
-	}
-	for _, d := range graph(&c) {
-		if d.Flag != "" && (d.Slice <= 0 || d.Slice > time.Hour) {
-			errs = append(errs, fmt.Errorf("%s: %v is outside (0, 1h]", d.Flag, d.Slice))
-		}
-	}
-	return errors.Join(errs...)
+	return errors.Join(c.Common.Validate(), setting.Check(append(c.addrSettings(), c.capSettings()...)...))
 }

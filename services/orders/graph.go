@@ -67,9 +67,10 @@ type Dependency struct {
 	OnFailure string
 
 	// addr is the address the call is dialled at, slice the setting
-	// Slice is read from, usage the flag's help.
+	// Slice is read from, def its default and usage the flag's help.
 	addr  *string
 	slice *time.Duration
+	def   time.Duration
 	usage string
 }
 
@@ -88,19 +89,19 @@ func graph(c *Config) []Dependency {
 	audit := AuditTimeout
 	ds := []Dependency{
 		{Name: "catalog", Method: catalogv1.CatalogService_ReserveStock_FullMethodName, Criticality: Critical,
-			addr: &c.CatalogAddr, slice: &c.CatalogCap, Flag: "catalog-cap", usage: "own timeout of each call to catalog", Retried: true,
+			addr: &c.CatalogAddr, slice: &c.CatalogCap, def: DefaultCatalogCap, Flag: "catalog-cap", usage: "own timeout of each call to catalog", Retried: true,
 			OnFailure: "the checkout fails and nothing is charged"},
 		{Name: "fraud", Method: paymentsv1.PaymentsService_ScreenOrder_FullMethodName, Criticality: Critical,
-			addr: &c.PaymentsAddr, slice: &c.FraudCap, Flag: "fraud-cap", usage: "own timeout of each call to payments' fraud screen", Retried: true,
+			addr: &c.PaymentsAddr, slice: &c.FraudCap, def: DefaultFraudCap, Flag: "fraud-cap", usage: "own timeout of each call to payments' fraud screen", Retried: true,
 			OnFailure: "the checkout fails and nothing is charged; a declined order is never charged"},
 		{Name: "payments", Method: paymentsv1.PaymentsService_CreateCharge_FullMethodName, Criticality: Critical,
-			addr: &c.PaymentsAddr, slice: &c.PaymentsCap, Flag: "payments-cap", usage: "own timeout of each call to payments", Retried: true,
+			addr: &c.PaymentsAddr, slice: &c.PaymentsCap, def: DefaultPaymentsCap, Flag: "payments-cap", usage: "own timeout of each call to payments", Retried: true,
 			OnFailure: "the checkout fails, or is left payment_pending for the reconciler when the charge's outcome is unknown"},
 		{Name: "shipping", Method: shippingv1.ShippingService_CreateShipment_FullMethodName, Criticality: Deferred, Mechanism: "outbox",
-			addr: &c.ShippingAddr, slice: &c.ShippingCap, Flag: "shipping-cap", usage: "own timeout of each call to shipping", Retried: true,
+			addr: &c.ShippingAddr, slice: &c.ShippingCap, def: DefaultShippingCap, Flag: "shipping-cap", usage: "own timeout of each call to shipping", Retried: true,
 			OnFailure: "the order is confirmed with its shipment pending, and the outbox books it later"},
 		{Name: estimateDep, Method: shippingv1.ShippingService_EstimateDelivery_FullMethodName, Criticality: Optional, Mechanism: "criticality",
-			addr: &c.ShippingAddr, slice: &c.EstimateCap, Flag: "estimate-cap", usage: "slice of the optional delivery estimate (budgeted: the answer's default on expiry)",
+			addr: &c.ShippingAddr, slice: &c.EstimateCap, def: DefaultEstimateCap, Flag: "estimate-cap", usage: "slice of the optional delivery estimate (budgeted: the answer's default on expiry)",
 			OnFailure: fmt.Sprintf("the answer carries the default delivery estimate (%s) and degraded: [%q]", DefaultDeliveryEstimate, PartDeliveryEstimate)},
 		{Name: auditDep, Method: paymentsv1.PaymentsService_RecordAudit_FullMethodName, Criticality: FireForward, Mechanism: "criticality",
 			addr: &c.PaymentsAddr, slice: &audit,
