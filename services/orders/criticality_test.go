@@ -328,7 +328,7 @@ func TestAuditOncePerCompletedCheckout(t *testing.T) {
 		w := newWorkerShop(t)
 		audit := &fakeAudit{}
 		svc, err := orders.NewService(orders.Deps{
-			Store: w.store, Keys: orders.NewMemKeys(), Catalog: w.catalog, Payments: w.payments, Fraud: &fakeFraud{},
+			Store: w.store, Keys: orders.NewMemKeys(w.store), Catalog: w.catalog, Payments: w.payments, Fraud: &fakeFraud{},
 			Shipping: w.shipping, Audit: audit, Settings: mode.NewLive(criticalityOff()), Log: discard(),
 		})
 		if err != nil {

@@ -29,39 +29,36 @@ import (
 //     retry may try afresh; one whose holder vanished expires with its
 //     lease, and the next request takes it over.
 
-// Keys keeps idempotency keys.
+// Keys keeps idempotency keys, and writes each keyed checkout's order
+// with its key: the order with the key's claim, and the order's outcome
+// with the key's answer, each pair in one transaction on PostgreSQL, so
+// that a keyed checkout commits twice in orders, not four times
+// (docs/performance.md). The orders it writes are the Service's Store's:
+// PGKeys shares its database, NewMemKeys is given it.
 type Keys interface {
-	// Claim takes key for a request whose hash is hash, until leaseUntil.
-	// When the key is unknown, or its holder's lease ran out before now
-	// without an answer, the key is taken and claimed is true. Otherwise
-	// the stored record is returned.
-	Claim(ctx context.Context, key, hash string, now, leaseUntil time.Time) (rec KeyRecord, claimed bool, err error)
-	// Complete stores the answer to the request holding key.
+	// ClaimWithOrder takes key for a request whose hash is hash, until
+	// leaseUntil. When the key is unknown, or its holder's lease ran out
+	// before now without an answer, the key is taken and claimed is true.
+	// Otherwise the stored record is returned. When the key was unknown,
+	// o is stored as Store.Create would, with the claim: when o cannot be
+	// stored, the key is not claimed either. A takeover stores no order:
+	// the caller first looks for what the vanished holder left (resume).
+	ClaimWithOrder(ctx context.Context, key, hash string, now, leaseUntil time.Time, o Order) (rec KeyRecord, claimed bool, err error)
+	// CompleteWithOrder replaces the stored order with o, as Store.Update
+	// does, and stores response as key's answer, together. answered is
+	// false when key is unknown (the order is updated all the same); an
+	// unknown order is an error with code NotFound, and then nothing
+	// changes.
+	CompleteWithOrder(ctx context.Context, o Order, key string, response []byte) (answered bool, err error)
+	// Complete stores the answer to the request holding key, for an
+	// answer that records no order: a checkout's failure, or a swept
+	// order's outcome.
 	Complete(ctx context.Context, key string, response []byte) error
 	// Release gives up a claim, so that the next request may take it.
 	Release(ctx context.Context, key string) error
 	// Reap deletes up to limit keys created before cutoff, and says how
 	// many it deleted.
 	Reap(ctx context.Context, cutoff time.Time, limit int) (int, error)
-}
-
-// OrderKeys is a Keys that keeps the orders in the same database
-// (PGKeys): it claims a checkout's key and records its order in one
-// transaction, and records the order's outcome with the key's answer in
-// one, so that a keyed checkout commits twice in orders rather than four
-// times (docs/performance.md). With key stores that are not (the memory
-// ones), the Service makes the writes one after the other.
-type OrderKeys interface {
-	// ClaimWithOrder is Claim, and — when the key was free: claimed, and
-	// not taken over — o stored as Store.Create would, in the same
-	// transaction.
-	ClaimWithOrder(ctx context.Context, key, hash string, now, leaseUntil time.Time, o Order) (rec KeyRecord, claimed bool, err error)
-	// CompleteWithOrder replaces the stored order with o, as Store.Update
-	// does, and stores response as key's answer, in one transaction.
-	// answered is false when key is unknown (the order is updated all the
-	// same); an unknown order is an error with code NotFound, and then
-	// nothing changes.
-	CompleteWithOrder(ctx context.Context, o Order, key string, response []byte) (answered bool, err error)
 }
 
 // KeyRecord is a stored idempotency key.
@@ -120,12 +117,12 @@ func (r PlaceRequest) Hash() string {
 }
 
 // placeOnce runs a checkout under its idempotency key. The key is
-// claimed and the order recorded in one write (claimWithOrder), and the
-// order's outcome is recorded with the key's answer in one (save, through
-// answering), so a checkout that succeeds writes twice in orders.
+// claimed and the order recorded in one write (Keys.ClaimWithOrder), and
+// the order's outcome is recorded with the key's answer in one (save,
+// through answering), so a checkout that succeeds writes twice in orders.
 func (s *Service) placeOnce(ctx context.Context, req PlaceRequest) (Order, error) {
-	hash, o := req.Hash(), s.newOrder(req)
-	rec, claimed, err := s.claimWithOrder(ctx, req, hash, o)
+	hash, o, now := req.Hash(), s.newOrder(req), s.now()
+	rec, claimed, err := s.keys.ClaimWithOrder(ctx, req.IdempotencyKey, hash, now, now.Add(KeyLease), o)
 	if err != nil {
 		return Order{}, err
 	}
@@ -185,27 +182,6 @@ func (s *Service) placeOnce(ctx context.Context, req PlaceRequest) (Order, error
 	return o, err
 }
 
-// claimWithOrder claims req's key and, when it was free, records o: in one
-// transaction when the key store can (OrderKeys), else one after the
-// other, giving the key back when the order cannot be recorded.
-func (s *Service) claimWithOrder(ctx context.Context, req PlaceRequest, hash string, o Order) (KeyRecord, bool, error) {
-	now := s.now()
-	if both, ok := s.keys.(OrderKeys); ok {
-		return both.ClaimWithOrder(ctx, req.IdempotencyKey, hash, now, now.Add(KeyLease), o)
-	}
-	rec, claimed, err := s.keys.Claim(ctx, req.IdempotencyKey, hash, now, now.Add(KeyLease))
-	if err != nil || !claimed || rec.TakenOver {
-		return rec, claimed, err
-	}
-	if err := s.store.Create(ctx, o); err != nil {
-		bctx, cancel := bookkeeping(ctx)
-		defer cancel()
-		s.releaseKey(bctx, req.IdempotencyKey)
-		return KeyRecord{}, false, err
-	}
-	return rec, true, nil
-}
-
 // releaseKey gives up a claim, logging a failure: the key then expires
 // with its lease.
 func (s *Service) releaseKey(ctx context.Context, key string) {
@@ -223,29 +199,19 @@ func answering(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, answeringKey{}, key)
 }
 
-// record writes o at the end of a checkout: with its stored answer when
-// ctx answers o's idempotency key (answering), in one transaction when the
-// key store can (OrderKeys).
+// record writes o at the end of a checkout: with its stored answer, in
+// one write, when ctx answers o's idempotency key (answering).
 func (s *Service) record(ctx context.Context, o Order) error {
 	key, _ := ctx.Value(answeringKey{}).(string)
 	if key == "" || key != o.IdempotencyKey {
 		return s.store.Update(ctx, o)
 	}
 	b, _ := json.Marshal(storedAnswer{Order: o})
-	if both, ok := s.keys.(OrderKeys); ok {
-		answered, err := both.CompleteWithOrder(ctx, o, key, b)
-		if err == nil && !answered {
-			s.log.Error("storing the answer of an idempotency key: the key is gone", "key", key, "order_id", o.ID)
-		}
-		return err
+	answered, err := s.keys.CompleteWithOrder(ctx, o, key, b)
+	if err == nil && !answered {
+		s.log.Error("storing the answer of an idempotency key: the key is gone", "key", key, "order_id", o.ID)
 	}
-	if err := s.store.Update(ctx, o); err != nil {
-		return err
-	}
-	if err := s.keys.Complete(ctx, key, b); err != nil {
-		s.log.Error("storing the answer of an idempotency key", "key", key, "order_id", o.ID, "err", err)
-	}
-	return nil
+	return err
 }
 
 // storedAnswer is what a completed key replays: the order, or the error

@@ -402,11 +402,12 @@ func TestReapKeys(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			mem := orders.NewMemKeys()
+			store := orders.NewMemStore()
+			mem := orders.NewMemKeys(store)
 			keys := &countingKeys{Keys: mem, failOn: tt.failOn}
 			log := &callLog{}
 			svc, err := orders.NewService(orders.Deps{
-				Store: orders.NewMemStore(), Keys: keys, Catalog: &fakeCatalog{log: log},
+				Store: store, Keys: keys, Catalog: &fakeCatalog{log: log},
 				Payments: &fakePayments{log: log}, Fraud: &fakeFraud{}, Shipping: &fakeShipping{log: log}, Audit: &fakeAudit{},
 				Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: discard(),
 			})
@@ -518,7 +519,7 @@ func TestMemKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := orders.NewMemKeys()
+			m := orders.NewMemKeys(orders.NewMemStore())
 			for i, s := range tt.steps {
 				switch s.do {
 				case "claim":

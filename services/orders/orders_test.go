@@ -150,7 +150,10 @@ func (s *fakeStore) all() []orders.Order {
 }
 
 // fakeKeys is the real in-memory key store, with its calls logged and the
-// context of its bookkeeping calls (Complete, Release) recorded.
+// context of its bookkeeping calls (Complete, Release) recorded. Its
+// orders are written by the store it was made with, which logs them: a
+// claim with its order is logged "keys.Claim", "store.Create", and an
+// outcome with its answer "store.Update:…", "keys.Complete".
 type fakeKeys struct {
 	log      *callLog
 	keys     *orders.MemKeys
@@ -162,12 +165,21 @@ type fakeKeys struct {
 
 var _ orders.Keys = (*fakeKeys)(nil)
 
-func (k *fakeKeys) Claim(ctx context.Context, key, hash string, now, leaseUntil time.Time) (orders.KeyRecord, bool, error) {
+func (k *fakeKeys) ClaimWithOrder(ctx context.Context, key, hash string, now, leaseUntil time.Time, o orders.Order) (orders.KeyRecord, bool, error) {
 	k.log.add("keys.Claim")
 	if k.claimErr != nil {
 		return orders.KeyRecord{}, false, k.claimErr
 	}
-	return k.keys.Claim(ctx, key, hash, now, leaseUntil)
+	return k.keys.ClaimWithOrder(ctx, key, hash, now, leaseUntil, o)
+}
+
+func (k *fakeKeys) CompleteWithOrder(ctx context.Context, o orders.Order, key string, response []byte) (bool, error) {
+	answered, err := k.keys.CompleteWithOrder(ctx, o, key, response)
+	if err == nil {
+		k.log.add("keys.Complete")
+		k.seen(ctx)
+	}
+	return answered, err
 }
 
 func (k *fakeKeys) Complete(ctx context.Context, key string, response []byte) error {
@@ -567,10 +579,11 @@ func (b *syncBuffer) String() string {
 func newShop(t *testing.T) *shop {
 	t.Helper()
 	log := &callLog{}
+	store := &fakeStore{log: log, orders: map[string]orders.Order{}}
 	s := &shop{
 		log:      log,
-		store:    &fakeStore{log: log, orders: map[string]orders.Order{}},
-		keys:     &fakeKeys{log: log, keys: orders.NewMemKeys()},
+		store:    store,
+		keys:     &fakeKeys{log: log, keys: orders.NewMemKeys(store)},
 		catalog:  &fakeCatalog{log: log},
 		payments: &fakePayments{log: log},
 		fraud:    &fakeFraud{},
@@ -608,8 +621,9 @@ func codeOf(err error) apperr.Code {
 
 func TestNewServiceRequiresDependencies(t *testing.T) {
 	log := &callLog{}
+	store := &fakeStore{log: log}
 	full := orders.Deps{
-		Store: &fakeStore{log: log}, Keys: orders.NewMemKeys(), Catalog: &fakeCatalog{log: log},
+		Store: store, Keys: orders.NewMemKeys(store), Catalog: &fakeCatalog{log: log},
 		Payments: &fakePayments{log: log}, Fraud: &fakeFraud{}, Shipping: &fakeShipping{log: log}, Audit: &fakeAudit{},
 		Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: slog.New(slog.DiscardHandler),
 	}
@@ -1032,9 +1046,14 @@ func TestPlaceOrderStoreCreateFails(t *testing.T) {
 		t.Errorf("error = %v, want the store's Unavailable", err)
 	}
 	// Nothing runs for an order that was not stored, and the key is given
-	// back for the client's retry.
-	if want, got := []string{"keys.Claim", "store.Create", "keys.Release"}, s.log.get(); !slices.Equal(got, want) {
+	// back for the client's retry: the claim is undone with the order's
+	// create, so the retry proceeds rather than waiting on the key.
+	if want, got := []string{"keys.Claim", "store.Create"}, s.log.get(); !slices.Equal(got, want) {
 		t.Errorf("calls = %q, want %q", got, want)
+	}
+	s.store.createErr = nil
+	if o, err := s.svc.PlaceOrder(context.Background(), request()); err != nil || o.Status != orders.StatusConfirmed {
+		t.Errorf("the client's retry = %+v, %v; want the key given back and the order confirmed", o, err)
 	}
 }
 
@@ -1108,8 +1127,9 @@ func TestPlaceOrderValidation(t *testing.T) {
 
 func TestGetOrder(t *testing.T) {
 	log := &callLog{}
+	store := orders.NewMemStore()
 	svc, err := orders.NewService(orders.Deps{
-		Store: orders.NewMemStore(), Keys: orders.NewMemKeys(), Catalog: &fakeCatalog{log: log},
+		Store: store, Keys: orders.NewMemKeys(store), Catalog: &fakeCatalog{log: log},
 		Payments: &fakePayments{log: log}, Fraud: &fakeFraud{}, Shipping: &fakeShipping{log: log}, Audit: &fakeAudit{},
 		Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: slog.New(slog.DiscardHandler),
 	})

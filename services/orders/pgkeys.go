@@ -42,13 +42,16 @@ func scanKey(row pgx.Row) (KeyRecord, error) {
 // between its two statements.
 const claimAttempts = 3
 
-// Claim implements Keys in one statement, so two claims can never both
-// win: the insert takes an unknown key; on a known one, the update takes
-// it over only when its holder's lease ran out with no answer and the
-// request is the same. PostgreSQL runs the ON CONFLICT branch with the
-// row locked, so two takeovers at once are one after the other, and the
-// second sees the first's new lease. When nothing was taken, no row is
-// returned, and the stored record is read.
+// Claim takes key as ClaimWithOrder does, but records no order: the
+// Service always claims with its order; the tests use Claim to leave a
+// key as a holder that vanished would. It is one statement, so two claims
+// can never both win (ClaimWithOrder's is this one with the order's
+// insert beside it): the insert takes an unknown key; on a known one, the
+// update takes it over only when its holder's lease ran out with no
+// answer and the request is the same. PostgreSQL runs the ON CONFLICT
+// branch with the row locked, so two takeovers at once are one after the
+// other, and the second sees the first's new lease. When nothing was
+// taken, no row is returned, and the stored record is read.
 func (k *PGKeys) Claim(ctx context.Context, key, hash string, now, leaseUntil time.Time) (KeyRecord, bool, error) {
 	return k.claim(ctx, key, "claiming an idempotency key", `
 			INSERT INTO orders.idempotency_keys AS k (key, request_hash, lease_until, created_at)
@@ -122,8 +125,6 @@ func (k *PGKeys) Reap(ctx context.Context, cutoff time.Time, limit int) (int, er
 	return int(tag.RowsAffected()), nil
 }
 
-var _ OrderKeys = (*PGKeys)(nil)
-
 // orderParams are orderColumns as parameters $first, $first+1, …, each
 // cast to its column's type: in the INSERT … SELECT of ClaimWithOrder,
 // PostgreSQL cannot take the types from the columns, as it does for
@@ -162,14 +163,14 @@ var claimWithOrderSQL = `
 	)
 	SELECT ` + keyColumns + ` FROM k`
 
-// ClaimWithOrder implements OrderKeys: Claim, and o recorded in the same
+// ClaimWithOrder implements Keys: Claim, and o recorded in the same
 // statement when the key was free.
 func (k *PGKeys) ClaimWithOrder(ctx context.Context, key, hash string, now, leaseUntil time.Time, o Order) (KeyRecord, bool, error) {
 	args := append([]any{key, hash, now, leaseUntil}, orderArgs(o)...)
 	return k.claim(ctx, key, "claiming an idempotency key and recording its order", claimWithOrderSQL, args...)
 }
 
-// CompleteWithOrder implements OrderKeys in one statement: the order's
+// CompleteWithOrder implements Keys in one statement: the order's
 // update, and the key's answer only when the order was there.
 func (k *PGKeys) CompleteWithOrder(ctx context.Context, o Order, key string, response []byte) (bool, error) {
 	if response == nil {

@@ -37,16 +37,22 @@ func pgStoreForTest(t *testing.T) newStoreFunc {
 	}
 }
 
-// pgKeysForTest returns key stores on PostgreSQL, each on a database of
-// its own, or skips t when no server is configured.
+// pgKeysForTest returns key stores on PostgreSQL, each with its order
+// store on a database of their own, or skips t when no server is
+// configured.
 func pgKeysForTest(t *testing.T) newKeysFunc {
 	pgtest.AdminURL(t)
-	return func(t *testing.T) orders.Keys {
-		k, err := orders.NewPGKeys(pgMigrated(t))
+	return func(t *testing.T) (claimKeys, orders.Store) {
+		pool := pgMigrated(t)
+		k, err := orders.NewPGKeys(pool)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return k
+		s, err := orders.NewPGStore(pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k, s
 	}
 }
 
@@ -86,7 +92,7 @@ func TestNewPGStoresNeedAPool(t *testing.T) {
 }
 
 // PGKeys records a checkout's order with its key's claim, and its outcome
-// with its answer, each in one statement (OrderKeys): both or neither.
+// with its answer, each in one statement: both or neither.
 func TestPGOrderKeys(t *testing.T) {
 	pool := pgMigrated(t)
 	ctx := context.Background()

@@ -33,7 +33,7 @@ func newSweepShop(t *testing.T, store orders.Store) *sweepShop {
 	if store == nil {
 		store = w.store
 	}
-	keys := orders.NewMemKeys()
+	keys := orders.NewMemKeys(store)
 	svc, err := orders.NewService(orders.Deps{
 		Store: store, Keys: keys, Catalog: w.catalog, Payments: w.payments, Fraud: &fakeFraud{}, Shipping: w.shipping, Audit: &fakeAudit{},
 		Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: discard(),

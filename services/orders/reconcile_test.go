@@ -36,7 +36,7 @@ func newWorkerShop(t *testing.T) *workerShop {
 		payments: &fakePayments{log: log}, shipping: &fakeShipping{log: log},
 	}
 	svc, err := orders.NewService(orders.Deps{
-		Store: w.store, Keys: orders.NewMemKeys(), Catalog: w.catalog, Payments: w.payments, Fraud: &fakeFraud{}, Shipping: w.shipping, Audit: &fakeAudit{},
+		Store: w.store, Keys: orders.NewMemKeys(w.store), Catalog: w.catalog, Payments: w.payments, Fraud: &fakeFraud{}, Shipping: w.shipping, Audit: &fakeAudit{},
 		Settings: mode.NewLive(settingsOf(mode.Budgeted)), Log: discard(),
 	})
 	if err != nil {

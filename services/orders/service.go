@@ -34,7 +34,10 @@ type Service struct {
 
 // Deps are what the Service needs.
 type Deps struct {
-	Store    Store
+	Store Store
+	// Keys records keyed checkouts' orders with their keys, so it must
+	// write to Store's orders: PGKeys on Store's database, or NewMemKeys
+	// given Store.
 	Keys     Keys
 	Catalog  Catalog
 	Payments Payments

@@ -11,7 +11,8 @@ import (
 // schema, on one pool), else the in-memory stores.
 func newStores(ctx context.Context, cfg Config, kit *serve.Kit) (Store, Keys, error) {
 	if cfg.DatabaseURL == "" {
-		return NewMemStore(), NewMemKeys(), nil
+		store := NewMemStore()
+		return store, NewMemKeys(store), nil
 	}
 	pool, err := kit.OpenDatabase(ctx, Migrate)
 	if err != nil {

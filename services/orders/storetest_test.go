@@ -19,8 +19,17 @@ import (
 
 type (
 	newStoreFunc func(t *testing.T) orders.Store
-	newKeysFunc  func(t *testing.T) orders.Keys
+	// newKeysFunc returns a key store and the order store it records its
+	// keys' orders in.
+	newKeysFunc func(t *testing.T) (claimKeys, orders.Store)
 )
+
+// claimKeys is a key store with Claim, the claim without an order, with
+// which the contract puts keys in the states it checks.
+type claimKeys interface {
+	orders.Keys
+	Claim(ctx context.Context, key, hash string, now, leaseUntil time.Time) (orders.KeyRecord, bool, error)
+}
 
 func testStore(t *testing.T, newStore newStoreFunc) {
 	for _, tc := range []struct {
@@ -319,7 +328,7 @@ func contractCreateConcurrent(t *testing.T, newStore newStoreFunc) {
 
 func contractKeysClaim(t *testing.T, newKeys newKeysFunc) {
 	ctx := context.Background()
-	k := newKeys(t)
+	k, _ := newKeys(t)
 	lease := storeClock.Add(orders.KeyLease)
 	rec, claimed, err := k.Claim(ctx, "key-1", "hash-a", storeClock, lease)
 	if err != nil || !claimed {
@@ -347,7 +356,7 @@ func contractKeysClaim(t *testing.T, newKeys newKeysFunc) {
 // takes it over; a different one still may not.
 func contractKeysTakeover(t *testing.T, newKeys newKeysFunc) {
 	ctx := context.Background()
-	k := newKeys(t)
+	k, _ := newKeys(t)
 	lease := storeClock.Add(orders.KeyLease)
 	if _, claimed, err := k.Claim(ctx, "key-1", "hash-a", storeClock, lease); err != nil || !claimed {
 		t.Fatal(claimed, err)
@@ -373,7 +382,7 @@ func contractKeysTakeover(t *testing.T, newKeys newKeysFunc) {
 
 func contractKeysComplete(t *testing.T, newKeys newKeysFunc) {
 	ctx := context.Background()
-	k := newKeys(t)
+	k, _ := newKeys(t)
 	if _, _, err := k.Claim(ctx, "key-1", "hash-a", storeClock, storeClock.Add(orders.KeyLease)); err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +403,7 @@ func contractKeysComplete(t *testing.T, newKeys newKeysFunc) {
 
 func contractKeysRelease(t *testing.T, newKeys newKeysFunc) {
 	ctx := context.Background()
-	k := newKeys(t)
+	k, _ := newKeys(t)
 	lease := storeClock.Add(orders.KeyLease)
 	if _, _, err := k.Claim(ctx, "key-1", "hash-a", storeClock, lease); err != nil {
 		t.Fatal(err)
@@ -423,7 +432,7 @@ func contractKeysRelease(t *testing.T, newKeys newKeysFunc) {
 
 func contractKeysReap(t *testing.T, newKeys newKeysFunc) {
 	ctx := context.Background()
-	k := newKeys(t)
+	k, _ := newKeys(t)
 	old, fresh := storeClock.Add(-48*time.Hour), storeClock
 	for i := range 250 {
 		created := old.Add(time.Duration(i) * time.Second)
@@ -464,7 +473,7 @@ func contractKeysReap(t *testing.T, newKeys newKeysFunc) {
 
 // 50 requests with one new key at once: exactly one claims it.
 func contractKeysClaimConcurrent(t *testing.T, newKeys newKeysFunc) {
-	k := newKeys(t)
+	k, _ := newKeys(t)
 	if n := claimRace(t, k, 50, storeClock); n != 1 {
 		t.Errorf("50 concurrent claims of a new key: %d won, want 1", n)
 	}
@@ -473,7 +482,7 @@ func contractKeysClaimConcurrent(t *testing.T, newKeys newKeysFunc) {
 // 50 retries of one request find its key's lease over: exactly one takes
 // it over.
 func contractKeysTakeoverConcurrent(t *testing.T, newKeys newKeysFunc) {
-	k := newKeys(t)
+	k, _ := newKeys(t)
 	if _, claimed, err := k.Claim(context.Background(), "key-1", "hash-a", storeClock, storeClock.Add(orders.KeyLease)); err != nil || !claimed {
 		t.Fatal(claimed, err)
 	}
@@ -483,7 +492,7 @@ func contractKeysTakeoverConcurrent(t *testing.T, newKeys newKeysFunc) {
 }
 
 // claimRace runs n claims of key-1 at once, at now, and counts the wins.
-func claimRace(t *testing.T, k orders.Keys, n int, now time.Time) int {
+func claimRace(t *testing.T, k claimKeys, n int, now time.Time) int {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -513,7 +522,7 @@ func claimRace(t *testing.T, k orders.Keys, n int, now time.Time) int {
 // Two reapers at once delete every old key once between them.
 func contractKeysReapConcurrent(t *testing.T, newKeys newKeysFunc) {
 	ctx := context.Background()
-	k := newKeys(t)
+	k, _ := newKeys(t)
 	for i := range 200 {
 		if _, _, err := k.Claim(ctx, "old-"+strconv.Itoa(i), "h", storeClock.Add(-48*time.Hour), storeClock); err != nil {
 			t.Fatal(err)
@@ -560,7 +569,10 @@ func TestStoreContract(t *testing.T) {
 // PostgreSQL (skipped without MERCADO_TEST_DATABASE_URL).
 func TestKeysContract(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
-		testKeys(t, func(*testing.T) orders.Keys { return orders.NewMemKeys() })
+		testKeys(t, func(*testing.T) (claimKeys, orders.Store) {
+			s := orders.NewMemStore()
+			return orders.NewMemKeys(s), s
+		})
 	})
 	t.Run("postgres", func(t *testing.T) { testKeys(t, pgKeysForTest(t)) })
 }
