@@ -63,6 +63,8 @@ func testKeys(t *testing.T, newKeys newKeysFunc) {
 		{"ClaimConcurrent", contractKeysClaimConcurrent},
 		{"TakeoverConcurrent", contractKeysTakeoverConcurrent},
 		{"ReapConcurrent", contractKeysReapConcurrent},
+		{"WithOrder", contractKeysWithOrder},
+		{"WithOrderConcurrent", contractKeysWithOrderConcurrent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -517,6 +519,122 @@ func claimRace(t *testing.T, k claimKeys, n int, now time.Time) int {
 	close(start)
 	wg.Wait()
 	return won
+}
+
+// A checkout's order is recorded with its key's claim, and its outcome
+// with its answer: both or neither.
+func contractKeysWithOrder(t *testing.T, newKeys newKeysFunc) {
+	ctx := context.Background()
+	k, s := newKeys(t)
+	lease := storeClock.Add(orders.KeyLease)
+	o := storeOrder("ord_1", orders.StatusPending, storeClock)
+	o.IdempotencyKey = "key-1"
+	rec, claimed, err := k.ClaimWithOrder(ctx, "key-1", "hash-a", storeClock, lease, o)
+	if err != nil || !claimed || rec.TakenOver {
+		t.Fatalf("ClaimWithOrder of a new key = %+v, %v, %v; want claimed", rec, claimed, err)
+	}
+	if got, err := s.Get(ctx, "ord_1"); err != nil || !sameStoredOrder(got, o) {
+		t.Fatalf("the order recorded with the claim = %+v, %v; want %+v", got, err, o)
+	}
+
+	// Held: nothing claimed, no order recorded.
+	other := storeOrder("ord_2", orders.StatusPending, storeClock)
+	if _, claimed, err := k.ClaimWithOrder(ctx, "key-1", "hash-a", storeClock.Add(time.Second), lease, other); err != nil || claimed {
+		t.Errorf("ClaimWithOrder of a held key = %v, %v; want not claimed", claimed, err)
+	}
+	if _, err := s.Get(ctx, "ord_2"); storeCode(err) != apperr.NotFound {
+		t.Errorf("a held key's claim recorded its order: %v", err)
+	}
+
+	// An order that cannot be recorded (its id is taken) leaves its key
+	// unclaimed.
+	dup := storeOrder("ord_1", orders.StatusPending, storeClock)
+	dup.IdempotencyKey = "key-2"
+	if _, claimed, err := k.ClaimWithOrder(ctx, "key-2", "hash-a", storeClock, lease, dup); storeCode(err) != apperr.Conflict || claimed {
+		t.Errorf("ClaimWithOrder of an order that exists = %v, %v; want Conflict, not claimed", claimed, err)
+	}
+	if _, claimed, err := k.Claim(ctx, "key-2", "hash-b", storeClock, lease); err != nil || !claimed {
+		t.Errorf("the key of an order not recorded stayed claimed: %v, %v", claimed, err)
+	}
+
+	// Taken over once the lease ran out: claimed, but the order is left
+	// for the caller to record after looking at the vanished holder's.
+	third := storeOrder("ord_3", orders.StatusPending, lease)
+	rec, claimed, err = k.ClaimWithOrder(ctx, "key-1", "hash-a", lease, lease.Add(orders.KeyLease), third)
+	if err != nil || !claimed || !rec.TakenOver {
+		t.Fatalf("ClaimWithOrder after the lease = %+v, %v, %v; want taken over", rec, claimed, err)
+	}
+	if _, err := s.Get(ctx, "ord_3"); storeCode(err) != apperr.NotFound {
+		t.Errorf("a takeover recorded its order: %v", err)
+	}
+
+	// The outcome and the answer, together.
+	o.Status, o.ChargeID, o.UpdatedAt = orders.StatusConfirmed, "ch-1", storeClock.Add(time.Second)
+	answer := []byte(`{"order":{"ID":"ord_1"}}`)
+	if answered, err := k.CompleteWithOrder(ctx, o, "key-1", answer); err != nil || !answered {
+		t.Fatalf("CompleteWithOrder = %v, %v; want answered", answered, err)
+	}
+	if got, err := s.Get(ctx, "ord_1"); err != nil || !sameStoredOrder(got, o) {
+		t.Errorf("the order after CompleteWithOrder = %+v, %v; want %+v", got, err, o)
+	}
+	late := storeClock.Add(time.Hour)
+	if rec, claimed, err := k.Claim(ctx, "key-1", "hash-a", late, late.Add(orders.KeyLease)); err != nil || claimed || !rec.Completed || string(rec.Response) != string(answer) {
+		t.Errorf("the key after CompleteWithOrder = %+v, %v, %v; want its answer", rec, claimed, err)
+	}
+
+	// An unknown order changes nothing; an unknown key still updates the order.
+	if _, err := k.CompleteWithOrder(ctx, storeOrder("ord_nope", orders.StatusConfirmed, storeClock), "key-1", []byte("other")); storeCode(err) != apperr.NotFound {
+		t.Errorf("CompleteWithOrder(unknown order) = %v, want NotFound", err)
+	}
+	if rec, _, _ := k.Claim(ctx, "key-1", "hash-a", late, late.Add(orders.KeyLease)); string(rec.Response) != string(answer) {
+		t.Errorf("CompleteWithOrder(unknown order) changed the key's answer to %q", rec.Response)
+	}
+	o.Failure = "changed"
+	if answered, err := k.CompleteWithOrder(ctx, o, "key-nope", answer); err != nil || answered {
+		t.Errorf("CompleteWithOrder(unknown key) = %v, %v; want updated, not answered", answered, err)
+	}
+	if got, _ := s.Get(ctx, "ord_1"); got.Failure != "changed" {
+		t.Errorf("CompleteWithOrder(unknown key) left the order as %+v", got)
+	}
+}
+
+// 50 requests with one new key at once, each with an order of its own:
+// the one that claims the key is the one whose order is recorded, alone.
+func contractKeysWithOrderConcurrent(t *testing.T, newKeys newKeysFunc) {
+	ctx := context.Background()
+	k, s := newKeys(t)
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		winner []string
+		start  = make(chan struct{})
+	)
+	for i := range 50 {
+		wg.Go(func() {
+			o := storeOrder("ord_"+strconv.Itoa(i), orders.StatusPending, storeClock)
+			o.IdempotencyKey = "key-1"
+			<-start
+			_, claimed, err := k.ClaimWithOrder(ctx, "key-1", "hash-a", storeClock, storeClock.Add(orders.KeyLease), o)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if claimed {
+				mu.Lock()
+				winner = append(winner, o.ID)
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	got, err := s.ByIdempotencyKey(ctx, "key-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(winner) != 1 || len(got) != 1 || got[0].ID != winner[0] {
+		t.Errorf("50 concurrent claims with orders: %v won, orders %d recorded; want one, and its order alone", winner, len(got))
+	}
 }
 
 // Two reapers at once delete every old key once between them.
