@@ -89,7 +89,7 @@ func runBudgetCheck(ctx context.Context, args []string, getenv func(string) stri
 		return usagef("budget check: give one of --from, --compose and --k8s")
 	}
 	var (
-		s   budgetcheck.Shop
+		s   budgetcheck.Deployment
 		err error
 	)
 	switch {
@@ -140,7 +140,7 @@ func runBudgetCheck(ctx context.Context, args []string, getenv func(string) stri
 	return nil
 }
 
-func printFindings(w io.Writer, s budgetcheck.Shop, findings []budgetcheck.Finding) {
+func printFindings(w io.Writer, s budgetcheck.Deployment, findings []budgetcheck.Finding) {
 	modes := map[string]bool{}
 	for _, svc := range s.Services {
 		modes[string(svc.Settings.Mode)] = true
@@ -169,9 +169,9 @@ func printFindings(w io.Writer, s budgetcheck.Shop, findings []budgetcheck.Findi
 // shopFromConfig is the shop a configuration of the five services runs:
 // each service's settings from its own Config, the calls from the
 // gateway's and orders' tables, the edge from the gateway's.
-func shopFromConfig(source string, c shop.Config) budgetcheck.Shop {
+func shopFromConfig(source string, c shop.Config) budgetcheck.Deployment {
 	gs := c.Gateway.Settings()
-	s := budgetcheck.Shop{Source: source, Edge: *c.Gateway.Edge(gs)}
+	s := budgetcheck.Deployment{Source: source, Edge: *c.Gateway.Edge(gs)}
 	s.Services = append(s.Services, budgetcheck.Service{Name: faults.ServiceGateway, Settings: gs, Accepts: accepts(func(k deadline.Class) time.Duration { return c.Gateway.Accepts(gs, k) })})
 	ors := c.Orders.Settings()
 	s.Services = append(s.Services, budgetcheck.Service{Name: faults.ServiceOrders, Settings: ors, Accepts: serverAccepts(c.Orders.Common)})
@@ -203,7 +203,7 @@ func serverAccepts(c serve.Common) map[deadline.Class]time.Duration {
 // environments given, one per service (MERCADO_SOME_NAME for
 // --some-name): each through its own Config, as `mercado serve <name>`
 // does.
-func shopFromEnv(source string, envs map[string]map[string]string) (budgetcheck.Shop, error) {
+func shopFromEnv(source string, envs map[string]map[string]string) (budgetcheck.Deployment, error) {
 	c := shop.DefaultConfig("127.0.0.1")
 	parse := func(name string, register func(*flag.FlagSet)) error {
 		env, ok := envs[name]
@@ -228,7 +228,7 @@ func shopFromEnv(source string, envs map[string]map[string]string) (budgetcheck.
 		parse(faults.ServiceShipping, c.Shipping.RegisterFlags),
 	}
 	if err := errors.Join(errs...); err != nil {
-		return budgetcheck.Shop{}, err
+		return budgetcheck.Deployment{}, err
 	}
 	return shopFromConfig(source, c), nil
 }
@@ -237,10 +237,10 @@ func shopFromEnv(source string, envs map[string]map[string]string) (budgetcheck.
 // [serve, <name>]`) and their environment, with ${VAR:-default} taken
 // from the process's environment, then the .env file beside it, then the
 // default, as docker compose does.
-func shopFromCompose(path string, getenv func(string) string) (budgetcheck.Shop, error) {
+func shopFromCompose(path string, getenv func(string) string) (budgetcheck.Deployment, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return budgetcheck.Shop{}, err
+		return budgetcheck.Deployment{}, err
 	}
 	dotenv := readDotenv(filepath.Join(filepath.Dir(path), ".env"))
 	lookup := func(k string) string {
@@ -256,7 +256,7 @@ func shopFromCompose(path string, getenv func(string) string) (budgetcheck.Shop,
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(data, &file); err != nil {
-		return budgetcheck.Shop{}, fmt.Errorf("%s: %w", path, err)
+		return budgetcheck.Deployment{}, fmt.Errorf("%s: %w", path, err)
 	}
 	envs := map[string]map[string]string{}
 	for _, svc := range file.Services {
@@ -339,7 +339,7 @@ type k8sDoc struct {
 // installed, and otherwise reads the overlay's and its bases' files
 // itself (resources, and configMapGenerator literals merged over the
 // base's): enough for Mercado's own overlays, offline.
-func shopFromKustomize(ctx context.Context, dir string) (budgetcheck.Shop, error) {
+func shopFromKustomize(ctx context.Context, dir string) (budgetcheck.Deployment, error) {
 	var docs []k8sDoc
 	if kubectl, err := exec.LookPath("kubectl"); err == nil {
 		cmd := exec.CommandContext(ctx, kubectl, "kustomize", dir)
@@ -347,15 +347,15 @@ func shopFromKustomize(ctx context.Context, dir string) (budgetcheck.Shop, error
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		if err != nil {
-			return budgetcheck.Shop{}, fmt.Errorf("kubectl kustomize %s: %v: %s", dir, err, strings.TrimSpace(stderr.String()))
+			return budgetcheck.Deployment{}, fmt.Errorf("kubectl kustomize %s: %v: %s", dir, err, strings.TrimSpace(stderr.String()))
 		}
 		if docs, err = decodeDocs(out); err != nil {
-			return budgetcheck.Shop{}, fmt.Errorf("kubectl kustomize %s: %w", dir, err)
+			return budgetcheck.Deployment{}, fmt.Errorf("kubectl kustomize %s: %w", dir, err)
 		}
 	} else {
 		var err error
 		if docs, _, err = readKustomization(dir); err != nil {
-			return budgetcheck.Shop{}, err
+			return budgetcheck.Deployment{}, err
 		}
 	}
 	return shopFromK8sDocs(filepath.Clean(dir), docs)
@@ -445,7 +445,7 @@ var generatedName = regexp.MustCompile(`-[a-z0-9]{10}$`)
 
 // shopFromK8sDocs reads the Deployments that run `serve <name>`: each
 // one's environment, from its ConfigMaps (envFrom) and its own values.
-func shopFromK8sDocs(source string, docs []k8sDoc) (budgetcheck.Shop, error) {
+func shopFromK8sDocs(source string, docs []k8sDoc) (budgetcheck.Deployment, error) {
 	configMaps := map[string]map[string]string{}
 	for _, d := range docs {
 		if d.Kind == "ConfigMap" {
@@ -488,11 +488,11 @@ func shopFromK8sDocs(source string, docs []k8sDoc) (budgetcheck.Shop, error) {
 // shopFromRunning reads the contract of every service of a running shop:
 // the gateway's at adminURL, the others' at the URLs its /admin/peers
 // lists.
-func shopFromRunning(ctx context.Context, adminURL string) (budgetcheck.Shop, error) {
+func shopFromRunning(ctx context.Context, adminURL string) (budgetcheck.Deployment, error) {
 	gw := admin.Client{URL: adminURL}
 	peers, err := gw.Peers(ctx)
 	if err != nil {
-		return budgetcheck.Shop{}, err
+		return budgetcheck.Deployment{}, err
 	}
 	urls := []string{adminURL}
 	for _, p := range peers {
@@ -502,13 +502,13 @@ func shopFromRunning(ctx context.Context, adminURL string) (budgetcheck.Shop, er
 	for _, u := range urls {
 		var c budgetcheck.Contract
 		if err := (admin.Client{URL: u}).Read(ctx, "/admin/budget", &c); err != nil {
-			return budgetcheck.Shop{}, fmt.Errorf("%s: %w", u, err)
+			return budgetcheck.Deployment{}, fmt.Errorf("%s: %w", u, err)
 		}
 		contracts = append(contracts, c)
 	}
 	s := budgetcheck.FromContracts(adminURL, contracts)
 	if s.Edge.Service == "" {
-		return budgetcheck.Shop{}, fmt.Errorf("%s: no contract describes the edge: give the gateway's admin URL", adminURL)
+		return budgetcheck.Deployment{}, fmt.Errorf("%s: no contract describes the edge: give the gateway's admin URL", adminURL)
 	}
 	return s, nil
 }

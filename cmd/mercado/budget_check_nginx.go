@@ -178,7 +178,7 @@ func nginxConfigs(path string, data []byte) []string {
 }
 
 // addNginx reads each configuration into s's proxies.
-func addNginx(s *budgetcheck.Shop, paths ...string) error {
+func addNginx(s *budgetcheck.Deployment, paths ...string) error {
 	for _, p := range paths {
 		if _, err := os.Stat(p); err != nil {
 			return err

@@ -6,7 +6,7 @@
 // waits, margin and floor that make no sense, a cap below the dependency's
 // observed p99, and contracts (GET /admin/budget) that do not compose.
 //
-// The package takes plain values (a Shop); gathering them from a
+// The package takes plain values (a Deployment); gathering them from a
 // service's configuration, a running shop or deployment files is the
 // command's work (cmd/mercado/budget_check.go).
 package budgetcheck
@@ -94,8 +94,9 @@ type Edge struct {
 	IdleTimeout time.Duration
 }
 
-// Shop is a shop's effective configuration.
-type Shop struct {
+// Deployment is a shop as deployed: its edge, services and calls, with
+// the settings in effect, and where they were read from.
+type Deployment struct {
 	// Source says where the values came from ("defaults",
 	// "docker-compose.yml", ...).
 	Source   string
@@ -148,14 +149,14 @@ const forever = time.Duration(math.MaxInt64)
 
 // Classes are the classes in force at the edge: the three with Classes
 // on, interactive alone (the one class) with it off.
-func (s Shop) Classes() []deadline.Class {
+func (s Deployment) Classes() []deadline.Class {
 	if e, ok := s.service(s.Edge.Service); ok && !e.Settings.Mechanisms.Classes {
 		return []deadline.Class{deadline.Interactive}
 	}
 	return []deadline.Class{deadline.Interactive, deadline.Background, deadline.Batch}
 }
 
-func (s Shop) service(name string) (Service, bool) {
+func (s Deployment) service(name string) (Service, bool) {
 	for _, x := range s.Services {
 		if x.Name == name {
 			return x, true
@@ -169,11 +170,11 @@ func (s Shop) service(name string) (Service, bool) {
 // deadline; below it the longest any caller's call gives it, cut to what
 // the service accepts, and none at all when the service drops its
 // caller's deadline (HonourCancel off). forever means no deadline.
-func (s Shop) Holds(name string, c deadline.Class) time.Duration {
+func (s Deployment) Holds(name string, c deadline.Class) time.Duration {
 	return s.holds(name, c, map[string]bool{})
 }
 
-func (s Shop) holds(name string, c deadline.Class, seen map[string]bool) time.Duration {
+func (s Deployment) holds(name string, c deadline.Class, seen map[string]bool) time.Duration {
 	svc, ok := s.service(name)
 	if !ok || seen[name] {
 		return forever
@@ -217,7 +218,7 @@ func capOrForever(d time.Duration) time.Duration {
 
 // Check runs every guardrail over s and returns the findings, in the
 // order of the rules and then of the calls.
-func Check(s Shop) []Finding {
+func Check(s Deployment) []Finding {
 	var out []Finding
 	out = append(out, s.unbounded()...)
 	out = append(out, s.capsAboveBudget()...)
@@ -254,7 +255,7 @@ func ms(d time.Duration) string {
 
 // unbounded: a call with no cap made where the request carries no
 // deadline waits forever for a dependency that never answers.
-func (s Shop) unbounded() []Finding {
+func (s Deployment) unbounded() []Finding {
 	var out []Finding
 	for _, c := range s.Calls {
 		if c.Cap > 0 {
@@ -302,7 +303,7 @@ func flagOr(c Call) string {
 
 // capsAboveBudget: a cap longer than the longest budget the caller can
 // hold never takes effect: outer must be larger than inner, hop by hop.
-func (s Shop) capsAboveBudget() []Finding {
+func (s Deployment) capsAboveBudget() []Finding {
 	var out []Finding
 	for _, c := range s.Calls {
 		if c.Cap <= 0 || c.Criticality == FireForward {
@@ -325,7 +326,7 @@ func (s Shop) capsAboveBudget() []Finding {
 
 // writeTimeout: the edge's HTTP server cuts an answer written after its
 // write timeout, whatever budget the request was given.
-func (s Shop) writeTimeout() []Finding {
+func (s Deployment) writeTimeout() []Finding {
 	e := s.Edge
 	if e.WriteTimeout <= 0 {
 		return nil
@@ -353,7 +354,7 @@ const GRPCDefaultConnect = 20 * time.Second
 // one dependency whose address accepts nothing spend all of it on the
 // handshake. The budget is the longest a request can carry at the
 // caller, or, where it carries none, what the client waits at the edge.
-func (s Shop) connectTimeouts() []Finding {
+func (s Deployment) connectTimeouts() []Finding {
 	type key struct {
 		ct, budget time.Duration
 		set, what  string
@@ -421,7 +422,7 @@ func budgetFlag(c deadline.Class) string {
 }
 
 // paths are the chains of calls from the edge down, each in order.
-func (s Shop) paths() [][]Call {
+func (s Deployment) paths() [][]Call {
 	var out [][]Call
 	var walk func(from string, prefix []Call)
 	walk = func(from string, prefix []Call) {
@@ -441,7 +442,7 @@ func (s Shop) paths() [][]Call {
 // retries: attempts multiply along a path; more than one layer that
 // retries turns one failure into a storm. Paths that share their layers
 // down to the last call, and multiply alike, are one finding.
-func (s Shop) retries() []Finding {
+func (s Deployment) retries() []Finding {
 	type group struct {
 		path    []Call
 		product int
@@ -491,7 +492,7 @@ func (s Shop) retries() []Finding {
 	return out
 }
 
-func (s Shop) retryMode(name string) mode.Retries {
+func (s Deployment) retryMode(name string) mode.Retries {
 	svc, _ := s.service(name)
 	return svc.Settings.Mechanisms.Retries
 }
@@ -509,11 +510,11 @@ func pathName(p []Call) string {
 // call's cap and attempts: stages add up, a parallel stage costs its
 // slowest call, optional and fire-forward calls are off the path. A
 // service that clips its calls to the budget never spends more than it.
-func (s Shop) Worst(name, route string, budget time.Duration) time.Duration {
+func (s Deployment) Worst(name, route string, budget time.Duration) time.Duration {
 	return s.worst(name, route, budget, map[string]bool{})
 }
 
-func (s Shop) worst(name, route string, budget time.Duration, seen map[string]bool) time.Duration {
+func (s Deployment) worst(name, route string, budget time.Duration, seen map[string]bool) time.Duration {
 	if seen[name] {
 		return forever
 	}
@@ -577,7 +578,7 @@ func addSat(a, b time.Duration) time.Duration {
 // capsExceedBudget: below an edge that does not clip, the caps (times
 // their attempts) add up to more than the client waits: work goes on long
 // after the client has given up.
-func (s Shop) capsExceedBudget() []Finding {
+func (s Deployment) capsExceedBudget() []Finding {
 	var out []Finding
 	for _, class := range s.Classes() {
 		b := s.Edge.Budgets.For(class).Default
@@ -598,7 +599,7 @@ func (s Shop) capsExceedBudget() []Finding {
 	return out
 }
 
-func (s Shop) routes(from string) []string {
+func (s Deployment) routes(from string) []string {
 	var out []string
 	for _, c := range s.Calls {
 		if c.From == from && !slices.Contains(out, c.Route) {
@@ -608,7 +609,7 @@ func (s Shop) routes(from string) []string {
 	return out
 }
 
-func (s Shop) capList(from, route string) string {
+func (s Deployment) capList(from, route string) string {
 	var parts []string
 	var walk func(from, route string)
 	walk = func(from, route string) {
@@ -631,7 +632,7 @@ func (s Shop) capList(from, route string) string {
 // marginFloor: the margin and the floor against each other, the budgets
 // and the caps, where a service clips its calls (they apply nowhere
 // else). Services with the same margin and floor share a finding.
-func (s Shop) marginFloor() []Finding {
+func (s Deployment) marginFloor() []Finding {
 	type pair struct{ margin, floor time.Duration }
 	var pairs []pair
 	names := map[pair][]string{}
@@ -683,7 +684,7 @@ func (s Shop) marginFloor() []Finding {
 // for requests that would have succeeded. A capped call never lasts much
 // longer than its cap, so the sign is in the outcomes: more than one call
 // in a hundred ran into the cap.
-func (s Shop) capsBelowP99() []Finding {
+func (s Deployment) capsBelowP99() []Finding {
 	var out []Finding
 	for _, c := range s.Calls {
 		if c.Cap <= 0 || c.TimedOut <= 0.01 {

@@ -11,7 +11,7 @@ import (
 )
 
 // shopOf is a three-hop shop, edge → mid → leaf, every service in mode m.
-func shopOf(m mode.Mode, midCap, leafCap time.Duration, attempts int) Shop {
+func shopOf(m mode.Mode, midCap, leafCap time.Duration, attempts int) Deployment {
 	st := mode.Settings{Mode: m, Mechanisms: m.Mechanisms(), Margin: 3 * time.Millisecond, Floor: 20 * time.Millisecond, Connect: 2 * time.Second}
 	acc := map[deadline.Class]time.Duration{}
 	if st.Mechanisms.Admission {
@@ -19,7 +19,7 @@ func shopOf(m mode.Mode, midCap, leafCap time.Duration, attempts int) Shop {
 			acc[c] = deadline.DefaultBudgets().For(c).Max
 		}
 	}
-	return Shop{
+	return Deployment{
 		Source:   "test",
 		Edge:     Edge{Service: "edge", Budgets: deadline.DefaultBudgets(), WriteTimeout: time.Hour},
 		Services: []Service{{Name: "edge", Settings: st}, {Name: "mid", Settings: st, Accepts: acc}, {Name: "leaf", Settings: st, Accepts: acc}},
@@ -226,7 +226,7 @@ func TestFixNeverRecommendsTheFlaggedValue(t *testing.T) {
 	swapped.Services[1].Settings.Margin, swapped.Services[1].Settings.Floor = 20*time.Millisecond, 3*time.Millisecond
 	flagged := regexp.MustCompile(`(--[a-z-]+)=([0-9a-zµ.]+)`)
 	n := 0
-	for name, s := range map[string]Shop{
+	for name, s := range map[string]Deployment{
 		"naive": shopOf(mode.Naive, time.Second, 100*time.Millisecond, 3), "fragile": shopOf(mode.Fragile, 0, 0, 3),
 		"a tight interactive budget": tight, "margin above the floor": swapped,
 	} {

@@ -63,8 +63,8 @@ func PublishEdge(e Edge) *EdgeContract {
 // FromContracts is the shop the contracts describe: each service's
 // settings, what it accepts and its calls, the edge from the contract
 // that has one, and the contracts themselves, to compose.
-func FromContracts(source string, contracts []Contract) Shop {
-	s := Shop{Source: source, Contracts: contracts}
+func FromContracts(source string, contracts []Contract) Deployment {
+	s := Deployment{Source: source, Contracts: contracts}
 	for _, c := range contracts {
 		svc := Service{Name: c.Service, Accepts: map[deadline.Class]time.Duration{},
 			Settings: mode.Settings{Mode: c.Mode, Mechanisms: c.Mechanisms, Margin: fromMS(c.MarginMS), Floor: fromMS(c.FloorMS),
@@ -182,7 +182,7 @@ func Publish(name string, s mode.Settings, accepts map[deadline.Class]time.Durat
 	slices.Sort(routes)
 	// The service alone: its callees are unknown here, so each capped
 	// call is worth its cap, and an uncapped one is unbounded.
-	alone := Shop{Services: []Service{{Name: name, Settings: s, Accepts: accepts}}}
+	alone := Deployment{Services: []Service{{Name: name, Settings: s, Accepts: accepts}}}
 	for _, call := range calls {
 		call.To = "" // no service of this shop
 		alone.Calls = append(alone.Calls, call)
@@ -250,7 +250,7 @@ func msf(d time.Duration) float64 {
 
 func fromMS(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
-func (s Shop) contract(name string) (Contract, bool) {
+func (s Deployment) contract(name string) (Contract, bool) {
 	for _, c := range s.Contracts {
 		if c.Service == name {
 			return c, true
@@ -280,7 +280,7 @@ func (c Contract) promise(class deadline.Class) (Promise, bool) {
 // contracts composes the published contracts along the graph: a caller
 // whose budget for a call is smaller than what the callee needs, or a
 // callee that promises more than the caller waits for it.
-func (s Shop) contracts() []Finding {
+func (s Deployment) contracts() []Finding {
 	if len(s.Contracts) == 0 {
 		return nil
 	}
@@ -324,7 +324,7 @@ func (s Shop) contracts() []Finding {
 
 // holdsDefault is Holds with the edge giving each class its default
 // budget: what a request sent without a deadline of its own carries.
-func (s Shop) holdsDefault(name string, c deadline.Class) time.Duration {
+func (s Deployment) holdsDefault(name string, c deadline.Class) time.Duration {
 	d := s
 	d.Edge.Budgets = deadline.Budgets{}
 	b := s.Edge.Budgets.For(c)

@@ -10,7 +10,7 @@ import (
 
 // contractsOf publishes the contract of every service of s, the leaf's
 // own work taking leafWork.
-func contractsOf(s Shop, leafWork time.Duration) []Contract {
+func contractsOf(s Deployment, leafWork time.Duration) []Contract {
 	var out []Contract
 	for _, svc := range s.Services {
 		var calls []Call

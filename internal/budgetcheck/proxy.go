@@ -40,7 +40,7 @@ const (
 // proxies: the proxy in front of the edge must let the edge finish what
 // its budget allows, must give an idle connection up before the edge
 // does, and must connect in much less than a request's budget.
-func (s Shop) proxies() []Finding {
+func (s Deployment) proxies() []Finding {
 	var out []Finding
 	e := s.Edge
 	for _, p := range s.Proxies {
