@@ -11,6 +11,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/netfault"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/loadtest"
 )
 
@@ -73,7 +74,7 @@ func DefaultCapstone() CapstoneConfig {
 		CheckoutRate: 100, BrowseRate: 20,
 		WarmUp: 5 * time.Second, Fault: 20 * time.Second,
 		Deadline: time.Second, Patience: 10 * time.Second,
-		Carrier: faults.ShippingCreateShipment + ":hang=10s",
+		Carrier: sim.ShippingCreateShipment + ":hang=10s",
 		Stall:   netfault.OrdersCatalog, StallFor: 5 * time.Second,
 		Margin:  DefaultSuggestMargin,
 		Workers: 200, BreakerOpen: 5 * time.Second,
@@ -102,7 +103,7 @@ func (c CapstoneConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("carrier: %w", err))
 	} else if len(set) == 0 {
 		errs = append(errs, errors.New("carrier: name a fault for shipping, such as CreateShipment:hang=10s"))
-	} else if err := set.CheckMethods(faults.ServiceShipping); err != nil {
+	} else if err := set.CheckMethods(sim.ServiceShipping); err != nil {
 		errs = append(errs, fmt.Errorf("carrier: %w", err))
 	}
 	if c.Stall != "" {
@@ -141,7 +142,7 @@ func (c CapstoneConfig) stalls() bool { return c.Stall != "" && c.StallFor > 0 }
 // scenario is one stage's run: the calm phase, then the fault — the
 // carrier slow throughout, and for its first part a stalled link too.
 func (c CapstoneConfig) scenario(st capstoneStage) (loadtest.Scenario, error) {
-	carrier := map[string]string{faults.ServiceShipping: c.Carrier}
+	carrier := map[string]string{sim.ServiceShipping: c.Carrier}
 	phases := []loadtest.Phase{{Name: capstoneHealthy, Duration: loadtest.Duration(c.WarmUp)}}
 	rest := c.Fault
 	if c.stalls() {

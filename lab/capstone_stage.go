@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/budget"
-	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/loadtest"
@@ -111,7 +111,7 @@ func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg bu
 // counters one last time: from then on the run is answered with those, and
 // sets no more faults.
 func RunStageLoad(ctx context.Context, sc loadtest.Scenario, t Target, hooks StageHooks, stopShop func(), o loadtest.RunOptions) (StageLoad, error) {
-	ss := &stageShop{Shop: t.Drive(), admin: t.Admin[faults.ServiceGateway], stopShop: stopShop}
+	ss := &stageShop{Shop: t.Drive(), admin: t.Admin[sim.ServiceGateway], stopShop: stopShop}
 	settled := time.AfterFunc(hooks.WarmStart, func() { ss.warmStart(ctx) })
 	defer settled.Stop()
 	if hooks.StopAfter > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/lab/shop"
 )
 
@@ -171,9 +172,9 @@ func fanoutOnce(ctx context.Context, cfg FanoutConfig, way fanoutWay, log *slog.
 	name := fmt.Sprintf("fanout-%s-%s", way.mode, way.fanout)
 	client := &http.Client{Timeout: cfg.Deadline + time.Minute}
 	if _, err := arrange(ctx, client, s, name+"-warm-up", map[string]faults.Set{
-		"catalog":  {faults.CatalogReserveStock: {Latency: cfg.CatalogLatency}},
-		"payments": {faults.PaymentsScreenOrder: {Latency: cfg.FraudLatency}, faults.PaymentsCreateCharge: {Latency: cfg.PaymentsLatency}},
-		"shipping": {faults.ShippingCreateShipment: {Latency: cfg.ShippingLatency}},
+		"catalog":  {sim.CatalogReserveStock: {Latency: cfg.CatalogLatency}},
+		"payments": {sim.PaymentsScreenOrder: {Latency: cfg.FraudLatency}, sim.PaymentsCreateCharge: {Latency: cfg.PaymentsLatency}},
+		"shipping": {sim.ShippingCreateShipment: {Latency: cfg.ShippingLatency}},
 	}); err != nil {
 		return FanoutRun{}, "", err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/loadtest"
 	"github.com/mercado-lab/mercado/loadtest/report"
 )
@@ -70,7 +71,7 @@ func DefaultIsolation() (IsolationConfig, error) {
 	return IsolationConfig{
 		CheckoutRate: sc.Classes["checkout"].Rate, BrowseRate: sc.Classes["browse"].Rate,
 		Duration: time.Duration(hang.Duration), WarmUp: time.Duration(warmUp.Duration), Recovery: time.Duration(recovery.Duration),
-		Deadline: time.Duration(sc.Deadline), Hang: carrier[faults.ShippingCreateShipment].Hang,
+		Deadline: time.Duration(sc.Deadline), Hang: carrier[sim.ShippingCreateShipment].Hang,
 		BreakerOpen: time.Duration(sc.Shop.BreakerOpen), Workers: sc.Shop.Workers,
 	}, nil
 }
@@ -123,7 +124,7 @@ func (c IsolationConfig) Scenario() (loadtest.Scenario, error) {
 			l.phase.Duration, l.phase.Quick = loadtest.Duration(l.d), 0
 		}
 	}
-	hang.Faults = map[string]string{"shipping": fmt.Sprintf("%s:hang=%s", faults.ShippingCreateShipment, c.Hang)}
+	hang.Faults = map[string]string{"shipping": fmt.Sprintf("%s:hang=%s", sim.ShippingCreateShipment, c.Hang)}
 	sc.Deadline = loadtest.Duration(c.Deadline)
 	sc.Shop.Workers, sc.Shop.BreakerOpen = c.Workers, loadtest.Duration(c.BreakerOpen)
 	return sc, sc.Validate()
@@ -346,4 +347,4 @@ func skipReasons(maps ...map[string]int) []string {
 
 // shippingBookings names shipping's bookings among the calls a server
 // figure counts by method.
-var shippingBookings = faults.ServiceShipping + "/" + faults.ShippingCreateShipment
+var shippingBookings = sim.ServiceShipping + "/" + sim.ShippingCreateShipment

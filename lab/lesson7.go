@@ -11,6 +11,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/lab/shop"
 )
 
@@ -160,9 +161,9 @@ func lesson7Once(ctx context.Context, cfg Lesson7Config, m mode.Mode, log *slog.
 	// before the charge, takes no time here (FraudLeftOut; lab fanout is
 	// the replay that gives it some).
 	if _, err := arrange(ctx, client, s, "lesson7-warm-up-"+string(m), map[string]faults.Set{
-		"catalog":  {faults.CatalogReserveStock: {Latency: cfg.CatalogLatency}},
-		"payments": {faults.PaymentsCreateCharge: {Latency: cfg.PaymentsLatency}, faults.PaymentsScreenOrder: {}},
-		"shipping": {faults.ShippingCreateShipment: {Latency: cfg.ShippingLatency}},
+		"catalog":  {sim.CatalogReserveStock: {Latency: cfg.CatalogLatency}},
+		"payments": {sim.PaymentsCreateCharge: {Latency: cfg.PaymentsLatency}, sim.PaymentsScreenOrder: {}},
+		"shipping": {sim.ShippingCreateShipment: {Latency: cfg.ShippingLatency}},
 	}); err != nil {
 		return ModeResult{}, "", err
 	}

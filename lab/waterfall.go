@@ -13,6 +13,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/internal/timing"
 	"github.com/mercado-lab/mercado/lab/driver"
@@ -151,10 +152,10 @@ func waterfallOnce(ctx context.Context, cfg WaterfallConfig, log *slog.Logger) (
 	// The waterfall's steps are the seed's: the fraud screen takes no
 	// time here (FraudLeftOut).
 	d, err := arrange(ctx, client, s, "waterfall-warm-up", map[string]faults.Set{
-		"gateway":  {faults.GatewayCheckout: {Latency: cfg.GatewayWork}},
-		"orders":   {faults.OrdersFinish: {Latency: cfg.Cleanup}},
-		"catalog":  {faults.CatalogReserveStock: {Latency: cfg.CatalogLatency}},
-		"payments": {faults.PaymentsCreateCharge: {Latency: cfg.PaymentsLatency}, faults.PaymentsScreenOrder: {}},
+		"gateway":  {sim.GatewayCheckout: {Latency: cfg.GatewayWork}},
+		"orders":   {sim.OrdersFinish: {Latency: cfg.Cleanup}},
+		"catalog":  {sim.CatalogReserveStock: {Latency: cfg.CatalogLatency}},
+		"payments": {sim.PaymentsCreateCharge: {Latency: cfg.PaymentsLatency}, sim.PaymentsScreenOrder: {}},
 	})
 	if err != nil {
 		return WaterfallResult{}, "", err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 )
 
 // Check is a claim a scenario makes about its own results, evaluated
@@ -125,7 +126,7 @@ var methodless = map[string]bool{"insufficient_budget_per_request": true, "dupli
 
 // figureService names the one service a server figure belongs to, for
 // the figures that only one service counts.
-var figureService = map[string]string{"duplicate_charges_per_request": faults.ServicePayments}
+var figureService = map[string]string{"duplicate_charges_per_request": sim.ServicePayments}
 
 // HopFigureNames are the figures of one hop (Service to Dep) over a span,
 // given the requests of the check's class sent in it; ok is false when

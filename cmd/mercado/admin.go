@@ -12,12 +12,13 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/netfault"
+	"github.com/mercado-lab/mercado/internal/sim"
 )
 
 // adminPorts are each service's default admin port.
 var adminPorts = map[string]string{
-	faults.ServiceGateway: "9080", faults.ServiceOrders: "9081", faults.ServiceCatalog: "9082",
-	faults.ServicePayments: "9083", faults.ServiceShipping: "9084",
+	sim.ServiceGateway: "9080", sim.ServiceOrders: "9081", sim.ServiceCatalog: "9082",
+	sim.ServicePayments: "9083", sim.ServiceShipping: "9084",
 }
 
 const faultUsage = `Usage: mercado fault <gateway|orders|catalog|payments|shipping> [flags]

@@ -25,6 +25,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/flagenv"
 	"github.com/mercado-lab/mercado/internal/resilience"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 	"github.com/mercado-lab/mercado/services/catalog"
@@ -172,10 +173,10 @@ func printFindings(w io.Writer, s budgetcheck.Deployment, findings []budgetcheck
 func shopFromConfig(source string, c shop.Config) budgetcheck.Deployment {
 	gs := c.Gateway.Settings()
 	s := budgetcheck.Deployment{Source: source, Edge: *c.Gateway.Edge(gs)}
-	s.Services = append(s.Services, budgetcheck.Service{Name: faults.ServiceGateway, Settings: gs, Accepts: accepts(func(k deadline.Class) time.Duration { return c.Gateway.Accepts(gs, k) })})
+	s.Services = append(s.Services, budgetcheck.Service{Name: sim.ServiceGateway, Settings: gs, Accepts: accepts(func(k deadline.Class) time.Duration { return c.Gateway.Accepts(gs, k) })})
 	ors := c.Orders.Settings()
-	s.Services = append(s.Services, budgetcheck.Service{Name: faults.ServiceOrders, Settings: ors, Accepts: serverAccepts(c.Orders.Common)})
-	for name, leaf := range map[string]serve.Common{faults.ServiceCatalog: c.Catalog, faults.ServicePayments: c.Payments, faults.ServiceShipping: c.Shipping} {
+	s.Services = append(s.Services, budgetcheck.Service{Name: sim.ServiceOrders, Settings: ors, Accepts: serverAccepts(c.Orders.Common)})
+	for name, leaf := range map[string]serve.Common{sim.ServiceCatalog: c.Catalog, sim.ServicePayments: c.Payments, sim.ServiceShipping: c.Shipping} {
 		s.Services = append(s.Services, budgetcheck.Service{Name: name, Settings: leaf.Settings(), Accepts: serverAccepts(leaf)})
 	}
 	slices.SortFunc(s.Services, func(a, b budgetcheck.Service) int { return strings.Compare(order(a.Name), order(b.Name)) })
@@ -221,11 +222,11 @@ func shopFromEnv(source string, envs map[string]map[string]string) (budgetcheck.
 	c.Gateway, c.Orders = gateway.DefaultConfig(), orders.DefaultConfig()
 	c.Catalog, c.Payments, c.Shipping = catalog.DefaultConfig(), payments.DefaultConfig(), shipping.DefaultConfig()
 	errs := []error{
-		parse(faults.ServiceGateway, c.Gateway.RegisterFlags),
-		parse(faults.ServiceOrders, c.Orders.RegisterFlags),
-		parse(faults.ServiceCatalog, c.Catalog.RegisterFlags),
-		parse(faults.ServicePayments, c.Payments.RegisterFlags),
-		parse(faults.ServiceShipping, c.Shipping.RegisterFlags),
+		parse(sim.ServiceGateway, c.Gateway.RegisterFlags),
+		parse(sim.ServiceOrders, c.Orders.RegisterFlags),
+		parse(sim.ServiceCatalog, c.Catalog.RegisterFlags),
+		parse(sim.ServicePayments, c.Payments.RegisterFlags),
+		parse(sim.ServiceShipping, c.Shipping.RegisterFlags),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return budgetcheck.Deployment{}, err

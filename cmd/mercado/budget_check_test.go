@@ -14,6 +14,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/budgetcheck"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/lab/shop"
 )
 
@@ -151,7 +152,7 @@ func TestBudgetCheckFromRunningShop(t *testing.T) {
 			cfg.Shared.Mode = m
 			// The fraud screen is slower than orders' 300ms cap for it:
 			// more than one call in a hundred runs into the cap.
-			cfg.Payments.Faults = faults.Set{faults.PaymentsScreenOrder: {Latency: 400 * time.Millisecond}}
+			cfg.Payments.Faults = faults.Set{sim.PaymentsScreenOrder: {Latency: 400 * time.Millisecond}}
 			s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/lab/console"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/services/catalog"
@@ -236,11 +237,11 @@ func allServices() service {
 			return name == "addr" || strings.HasSuffix(name, "-addr") || name == "admin-peers"
 		}
 		return []settings{
-			{faults.ServiceGateway, flagValues(c.Gateway.RegisterFlags, skip)},
-			{faults.ServiceOrders, flagValues(c.Orders.RegisterFlags, skip)},
-			{faults.ServiceCatalog, flagValues(c.Catalog.RegisterFlags, skip)},
-			{faults.ServicePayments, flagValues(c.Payments.RegisterFlags, skip)},
-			{faults.ServiceShipping, flagValues(c.Shipping.RegisterFlags, skip)},
+			{sim.ServiceGateway, flagValues(c.Gateway.RegisterFlags, skip)},
+			{sim.ServiceOrders, flagValues(c.Orders.RegisterFlags, skip)},
+			{sim.ServiceCatalog, flagValues(c.Catalog.RegisterFlags, skip)},
+			{sim.ServicePayments, flagValues(c.Payments.RegisterFlags, skip)},
+			{sim.ServiceShipping, flagValues(c.Shipping.RegisterFlags, skip)},
 		}
 	}
 	start := func(ctx context.Context, log *slog.Logger) (waiter, error) {

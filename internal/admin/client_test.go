@@ -11,6 +11,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 )
 
 // The client reads and changes everything the admin API offers, with the
@@ -35,19 +36,19 @@ func TestClient(t *testing.T) {
 		t.Errorf("SwitchSelf = %+v, %v; want budgeted", v, err)
 	}
 
-	if _, err := c.SetFaults(ctx, faults.Set{faults.PaymentsCreateCharge: {Latency: 5 * time.Millisecond}}); err != nil {
+	if _, err := c.SetFaults(ctx, faults.Set{sim.PaymentsCreateCharge: {Latency: 5 * time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := inj.Spec(faults.PaymentsCreateCharge).Latency; got != 5*time.Millisecond {
+	if got := inj.Spec(sim.PaymentsCreateCharge).Latency; got != 5*time.Millisecond {
 		t.Errorf("latency after SetFaults = %v, want 5ms", got)
 	}
-	if _, err := c.SetFault(ctx, faults.PaymentsCreateCharge, faults.Spec{Hang: time.Second}); err != nil {
+	if _, err := c.SetFault(ctx, sim.PaymentsCreateCharge, faults.Spec{Hang: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := c.Faults(ctx); err != nil || f.Faults[faults.PaymentsCreateCharge].Hang != time.Second {
+	if f, err := c.Faults(ctx); err != nil || f.Faults[sim.PaymentsCreateCharge].Hang != time.Second {
 		t.Errorf("Faults = %+v, %v; want CreateCharge hanging 1s", f, err)
 	}
-	if f, err := c.ClearFaults(ctx, faults.PaymentsCreateCharge); err != nil || len(f.Faults) != 0 {
+	if f, err := c.ClearFaults(ctx, sim.PaymentsCreateCharge); err != nil || len(f.Faults) != 0 {
 		t.Errorf("ClearFaults(CreateCharge) = %+v, %v; want none left", f, err)
 	}
 	if _, err := c.SetFaults(ctx, faults.Set{faults.AllMethods: {Delay: time.Millisecond}}); err != nil {

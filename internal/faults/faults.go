@@ -18,6 +18,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/internal/timing"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
@@ -296,10 +297,6 @@ func (in *Injector) Set() Set {
 	return maps.Clone(in.set)
 }
 
-// ErrInjected is the error of a call the error rate chose to fail: the
-// dependency is unavailable.
-var ErrInjected error = &apperr.Error{Code: apperr.Unavailable, Message: "simulated failure (fault error-rate)"}
-
 // ErrRefused is the error of a call the refuse rate chose to turn away:
 // the service refused it before doing anything, and says so
 // (apperr.ReasonNotProcessed), so its caller knows that nothing was done
@@ -310,8 +307,11 @@ var ErrRefused error = &apperr.Error{Code: apperr.Unavailable, Reason: apperr.Re
 // ErrHalted is the error of simulated work cut off by Halt.
 var ErrHalted error = &apperr.Error{Code: apperr.Unavailable, Message: "the service stopped"}
 
-// Work simulates method's work (one of the constants in methods.go) as
-// the mode of ctx's request says a wait behaves:
+// An Injector is the Simulator the services are handed.
+var _ sim.Simulator = (*Injector)(nil)
+
+// Work simulates method's work (one of the method names in internal/sim)
+// as the mode of ctx's request says a wait behaves:
 //
 //   - HonourCancel on (budgeted): the wait ends early, with the context's
 //     cause, once ctx is done;
@@ -319,9 +319,9 @@ var ErrHalted error = &apperr.Error{Code: apperr.Unavailable, Message: "the serv
 //     read with no timeout, whatever ctx says.
 //
 // Either way Halt ends it with ErrHalted, and a call the error rate picks
-// fails with ErrInjected after its work. Work that took time is recorded
-// as a hop of the request (see internal/timing), under the method's hop
-// name, so the edge's Server-Timing shows it.
+// fails with sim.ErrInjected after its work. Work that took time is
+// recorded as a hop of the request (see internal/timing), under the
+// method's hop name, so the edge's Server-Timing shows it.
 func (in *Injector) Work(ctx context.Context, method string) error {
 	spec := in.Spec(method)
 	d := spec.Duration()
@@ -370,11 +370,11 @@ func (in *Injector) honoursCancel(ctx context.Context) bool {
 	return in.settings == nil || in.settings.For(ctx).Mechanisms.HonourCancel
 }
 
-// fail is the end of one call's work: ErrInjected for the share of calls
+// fail is the end of one call's work: sim.ErrInjected for the share of calls
 // the error rate picks.
 func (s Spec) fail() error {
 	if s.ErrorRate > 0 && rand.Float64() < s.ErrorRate {
-		return ErrInjected
+		return sim.ErrInjected
 	}
 	return nil
 }

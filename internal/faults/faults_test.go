@@ -18,6 +18,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/internal/timing"
 )
 
@@ -426,8 +427,8 @@ func TestWorkErrorRate(t *testing.T) {
 		wantErr error
 	}{
 		{"never fails", faults.Spec{Latency: time.Second}, nil},
-		{"always fails, after its work", faults.Spec{Latency: time.Second, ErrorRate: 1}, faults.ErrInjected},
-		{"fails without work", faults.Spec{ErrorRate: 1}, faults.ErrInjected},
+		{"always fails, after its work", faults.Spec{Latency: time.Second, ErrorRate: 1}, sim.ErrInjected},
+		{"fails without work", faults.Spec{ErrorRate: 1}, sim.ErrInjected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -460,15 +461,15 @@ func TestWorkRecordsTheHop(t *testing.T) {
 		wantHops    []timing.Hop
 		wantErrKind error
 	}{
-		{"the gateway's own work", faults.GatewayCheckout, faults.Spec{Latency: 100 * time.Millisecond}, mode.Budgeted, time.Second,
+		{"the gateway's own work", sim.GatewayCheckout, faults.Spec{Latency: 100 * time.Millisecond}, mode.Budgeted, time.Second,
 			[]timing.Hop{{Name: "gateway", Took: 100 * time.Millisecond, Outcome: "ok", HasStart: true}}, nil},
-		{"orders' final write", faults.OrdersFinish, faults.Spec{Latency: 80 * time.Millisecond}, mode.Naive, time.Second,
+		{"orders' final write", sim.OrdersFinish, faults.Spec{Latency: 80 * time.Millisecond}, mode.Naive, time.Second,
 			[]timing.Hop{{Name: "finish", Took: 80 * time.Millisecond, Outcome: "ok", HasStart: true}}, nil},
-		{"the budget ran out during it", faults.GatewayCheckout, faults.Spec{Latency: time.Second}, mode.Budgeted, 300 * time.Millisecond,
+		{"the budget ran out during it", sim.GatewayCheckout, faults.Spec{Latency: time.Second}, mode.Budgeted, 300 * time.Millisecond,
 			[]timing.Hop{{Name: "gateway", Took: 300 * time.Millisecond, Outcome: "budget_exhausted", HasStart: true}}, context.DeadlineExceeded},
-		{"a failure the error rate chose", faults.ShippingCreateShipment, faults.Spec{Latency: 10 * time.Millisecond, ErrorRate: 1}, mode.Budgeted, time.Second,
-			[]timing.Hop{{Name: "carrier", Took: 10 * time.Millisecond, Outcome: "error", HasStart: true}}, faults.ErrInjected},
-		{"no work, no hop", faults.CatalogReserveStock, faults.Spec{}, mode.Budgeted, time.Second, nil, nil},
+		{"a failure the error rate chose", sim.ShippingCreateShipment, faults.Spec{Latency: 10 * time.Millisecond, ErrorRate: 1}, mode.Budgeted, time.Second,
+			[]timing.Hop{{Name: "carrier", Took: 10 * time.Millisecond, Outcome: "error", HasStart: true}}, sim.ErrInjected},
+		{"no work, no hop", sim.CatalogReserveStock, faults.Spec{}, mode.Budgeted, time.Second, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,39 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
-)
 
-// The methods whose work the services simulate, by the name a fault spec
-// gives them: the gRPC method's short name, or the gateway's route. The
-// services call Work with these, and every way of setting a fault (the
-// --fault flags, the admin API, mercado fault, scenario files) accepts
-// these alone, besides AllMethods.
-const (
-	// GatewayCheckout is the gateway's own work on a checkout (auth,
-	// parsing) before it calls orders.
-	GatewayCheckout = "Checkout"
-	// OrdersFinish is orders' final write of a checkout.
-	OrdersFinish = "Finish"
-
-	CatalogListProducts = "ListProducts"
-	CatalogGetProduct   = "GetProduct"
-	CatalogReserveStock = "ReserveStock"
-	CatalogReleaseStock = "ReleaseStock"
-	// CatalogExportCatalog is the work of one page of a catalogue export.
-	CatalogExportCatalog = "ExportCatalog"
-
-	// PaymentsCreateCharge is the payment provider's answer to a charge.
-	PaymentsCreateCharge = "CreateCharge"
-	// PaymentsScreenOrder is the fraud vendor's answer to a screening.
-	PaymentsScreenOrder = "ScreenOrder"
-	// PaymentsRecordAudit is payments' write of a checkout to its audit
-	// trail: the destination of orders' fire-forward audit queue.
-	PaymentsRecordAudit = "RecordAudit"
-	// ShippingCreateShipment is the carrier's answer to a booking.
-	ShippingCreateShipment = "CreateShipment"
-	// ShippingEstimateDelivery is the carrier's delivery quote: the
-	// checkout's optional call.
-	ShippingEstimateDelivery = "EstimateDelivery"
+	"github.com/mercado-lab/mercado/internal/sim"
 )
 
 // simulated is every simulated method: whose it is, and the hop its work
@@ -45,24 +14,24 @@ const (
 // "gateway" and orders' final write "finish", as in the 800 ms waterfall;
 // the others are named after whose work they are.
 var simulated = []struct{ service, method, hop string }{
-	{ServiceGateway, GatewayCheckout, "gateway"},
-	{ServiceOrders, OrdersFinish, "finish"},
-	{ServiceCatalog, CatalogListProducts, "catalog"},
-	{ServiceCatalog, CatalogGetProduct, "catalog"},
-	{ServiceCatalog, CatalogReserveStock, "catalog"},
-	{ServiceCatalog, CatalogReleaseStock, "catalog"},
-	{ServiceCatalog, CatalogExportCatalog, "catalog"},
-	{ServicePayments, PaymentsCreateCharge, "psp"},
-	{ServicePayments, PaymentsScreenOrder, "screen"},
-	{ServicePayments, PaymentsRecordAudit, "audit"},
-	{ServiceShipping, ShippingCreateShipment, "carrier"},
-	{ServiceShipping, ShippingEstimateDelivery, "carrier.estimate"},
+	{sim.ServiceGateway, sim.GatewayCheckout, "gateway"},
+	{sim.ServiceOrders, sim.OrdersFinish, "finish"},
+	{sim.ServiceCatalog, sim.CatalogListProducts, "catalog"},
+	{sim.ServiceCatalog, sim.CatalogGetProduct, "catalog"},
+	{sim.ServiceCatalog, sim.CatalogReserveStock, "catalog"},
+	{sim.ServiceCatalog, sim.CatalogReleaseStock, "catalog"},
+	{sim.ServiceCatalog, sim.CatalogExportCatalog, "catalog"},
+	{sim.ServicePayments, sim.PaymentsCreateCharge, "psp"},
+	{sim.ServicePayments, sim.PaymentsScreenOrder, "screen"},
+	{sim.ServicePayments, sim.PaymentsRecordAudit, "audit"},
+	{sim.ServiceShipping, sim.ShippingCreateShipment, "carrier"},
+	{sim.ServiceShipping, sim.ShippingEstimateDelivery, "carrier.estimate"},
 }
 
 // batchRPCs are the gRPC methods that do another's simulated work, by the
 // method whose work it is: a batch of audit entries is one write of the
 // trail, as RecordAudit's.
-var batchRPCs = map[string]string{"RecordAudits": PaymentsRecordAudit}
+var batchRPCs = map[string]string{"RecordAudits": sim.PaymentsRecordAudit}
 
 // WorkOf returns the simulated method whose work the gRPC method rpc (its
 // short name) does: rpc itself, or the one a batch RPC shares.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/sim"
 )
 
 func TestCheckMethod(t *testing.T) {
@@ -12,12 +13,12 @@ func TestCheckMethod(t *testing.T) {
 		name, service, method string
 		want                  string // the whole error; empty for none
 	}{
-		{"a real method", "catalog", faults.CatalogReserveStock, ""},
+		{"a real method", "catalog", sim.CatalogReserveStock, ""},
 		{"every method", "shipping", faults.AllMethods, ""},
-		{"each service's own", "payments", faults.PaymentsCreateCharge, ""},
+		{"each service's own", "payments", sim.PaymentsCreateCharge, ""},
 		{"an unknown method names the valid ones", "catalog", "NoSuchMethod",
 			`unknown method "NoSuchMethod" for catalog (want ListProducts, GetProduct, ReserveStock, ReleaseStock, ExportCatalog or *)`},
-		{"another service's method", "catalog", faults.PaymentsCreateCharge,
+		{"another service's method", "catalog", sim.PaymentsCreateCharge,
 			`unknown method "CreateCharge" for catalog (want ListProducts, GetProduct, ReserveStock, ReleaseStock, ExportCatalog or *)`},
 		{"the wrong case points at the real name", "catalog", "reservestock",
 			`unknown method "reservestock" for catalog: names are case-sensitive, did you mean ReserveStock? (want ListProducts, GetProduct, ReserveStock, ReleaseStock, ExportCatalog or *)`},
@@ -56,11 +57,11 @@ func TestMethodsOfEveryService(t *testing.T) {
 }
 
 func TestSetCheckMethods(t *testing.T) {
-	ok := faults.Set{faults.AllMethods: {}, faults.CatalogReserveStock: {}, faults.CatalogGetProduct: {}}
+	ok := faults.Set{faults.AllMethods: {}, sim.CatalogReserveStock: {}, sim.CatalogGetProduct: {}}
 	if err := ok.CheckMethods("catalog"); err != nil {
 		t.Errorf("CheckMethods of catalog's own methods: %v", err)
 	}
-	bad := faults.Set{faults.CatalogReserveStock: {}, "Zzz": {}, "Aaa": {}}
+	bad := faults.Set{sim.CatalogReserveStock: {}, "Zzz": {}, "Aaa": {}}
 	if err := bad.CheckMethods("catalog"); err == nil || !strings.Contains(err.Error(), `"Aaa"`) {
 		t.Errorf("CheckMethods = %v, want the first unknown method by name, Aaa", err)
 	}

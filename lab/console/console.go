@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/admin"
-	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/jsonbody"
 	"github.com/mercado-lab/mercado/internal/problem"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/services/gateway"
 )
@@ -72,7 +72,7 @@ func New(ctx context.Context, o Options) (*Console, error) {
 	if err := checkURL("gateway", o.Gateway); err != nil {
 		return nil, err
 	}
-	if _, ok := o.Admin[faults.ServiceGateway]; !ok {
+	if _, ok := o.Admin[sim.ServiceGateway]; !ok {
 		return nil, errors.New("console: the gateway's admin URL is required")
 	}
 	for name, u := range o.Admin {
@@ -118,7 +118,7 @@ func checkURL(what, s string) error {
 // shop it reaches is the gateway's own listeners, its peers and its wire.
 func Gateway(log *slog.Logger) gateway.ConsoleFunc {
 	return func(ctx context.Context, at gateway.Listening) http.Handler {
-		urls := map[string]string{faults.ServiceGateway: at.AdminURL}
+		urls := map[string]string{sim.ServiceGateway: at.AdminURL}
 		for _, p := range at.Peers {
 			urls[p.Name] = p.URL
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/netfault"
 	"github.com/mercado-lab/mercado/internal/problem"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/loadtest"
 )
 
@@ -113,7 +114,7 @@ func (c *Console) putMode(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, http.StatusBadRequest, "mode must be "+mode.Names())
 		return
 	}
-	results, err := c.admin[faults.ServiceGateway].Switch(r.Context(), ch)
+	results, err := c.admin[sim.ServiceGateway].Switch(r.Context(), ch)
 	if err != nil {
 		upstreamError(w, r, err)
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/netfault"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/loadtest"
 	"github.com/mercado-lab/mercado/pkg/deadline"
@@ -55,8 +56,8 @@ func (s *Shop) add(name, url string) {
 // Discover drives a running shop known by its gateway's URLs: the other
 // services' admin URLs are the gateway's peers (GET /admin/peers).
 func Discover(ctx context.Context, gateway, gatewayAdmin, token string) (*Shop, error) {
-	s := New(gateway, map[string]string{faults.ServiceGateway: gatewayAdmin}, token)
-	peers, err := s.admin[faults.ServiceGateway].Peers(ctx)
+	s := New(gateway, map[string]string{sim.ServiceGateway: gatewayAdmin}, token)
+	peers, err := s.admin[sim.ServiceGateway].Peers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reaching the gateway's admin API: %w", err)
 	}
@@ -83,7 +84,7 @@ func (s *Shop) Services() []string {
 // the gateway's admin API (which passes the switch on to every peer, and
 // resets breakers, pools and retry budgets).
 func (s *Shop) Switch(ctx context.Context, m mode.Mode, o mode.Overrides) error {
-	if _, err := s.admin[faults.ServiceGateway].Switch(ctx, admin.ModeChange{Mode: m, Mechanisms: o}); err != nil {
+	if _, err := s.admin[sim.ServiceGateway].Switch(ctx, admin.ModeChange{Mode: m, Mechanisms: o}); err != nil {
 		return fmt.Errorf("switching to %s: %w", m, err)
 	}
 	return nil
@@ -235,7 +236,7 @@ func (s *Shop) Counters(ctx context.Context) (loadtest.Counters, error) {
 	}
 	// Exact, from the store: payments' gauge of them reads it only every
 	// few seconds.
-	if _, ok := s.admin[faults.ServicePayments]; ok {
+	if _, ok := s.admin[sim.ServicePayments]; ok {
 		ch, err := s.Charges(ctx)
 		if err != nil {
 			return loadtest.Counters{}, fmt.Errorf("counting payments' charges: %w", err)
@@ -292,7 +293,7 @@ type Charges struct {
 // Charges reads payments' count of the charges it holds.
 func (s *Shop) Charges(ctx context.Context) (Charges, error) {
 	var c Charges
-	p, ok := s.admin[faults.ServicePayments]
+	p, ok := s.admin[sim.ServicePayments]
 	if !ok {
 		return c, errors.New("no admin URL for payments")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/postgres"
 	"github.com/mercado-lab/mercado/internal/postgres/pgtest"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/lab/shop"
 )
 
@@ -93,7 +94,7 @@ func TestPostgresCommitsPerCheckout(t *testing.T) {
 				at, how := r.at, fmt.Sprintf("%d at a time", r.at)
 				if r.slowWrite > 0 {
 					how += fmt.Sprintf(", the audit write taking %v", r.slowWrite)
-					if _, err := payments.SetFault(t.Context(), faults.PaymentsRecordAudit, faults.Spec{Latency: r.slowWrite}); err != nil {
+					if _, err := payments.SetFault(t.Context(), sim.PaymentsRecordAudit, faults.Spec{Latency: r.slowWrite}); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/lab/shop"
@@ -51,7 +52,7 @@ func TestHungEstimateEndToEnd(t *testing.T) {
 			// wait for it when the test is done.
 			cfg.Shared.DrainTimeout = 200 * time.Millisecond
 			cfg.Orders.EstimateCap = slice
-			cfg.Shipping.Faults = faults.Set{faults.ShippingEstimateDelivery: {Hang: time.Minute}}
+			cfg.Shipping.Faults = faults.Set{sim.ShippingEstimateDelivery: {Hang: time.Minute}}
 			s := startShop(t, cfg)
 
 			for i := range tries {
@@ -105,7 +106,7 @@ func TestAuditEventsReachTheTrail(t *testing.T) {
 	s := startShop(t, cfg)
 	ctx := context.Background()
 	payments := admin.Client{URL: "http://" + s.Payments.AdminAddr}
-	if _, err := payments.SetFault(ctx, faults.PaymentsRecordAudit, faults.Spec{ErrorRate: 1}); err != nil {
+	if _, err := payments.SetFault(ctx, sim.PaymentsRecordAudit, faults.Spec{ErrorRate: 1}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 5

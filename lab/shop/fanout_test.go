@@ -8,6 +8,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/internal/timing"
 	"github.com/mercado-lab/mercado/lab/shop"
 )
@@ -22,8 +23,8 @@ func TestServerTimingShowsTheFanout(t *testing.T) {
 		t.Run(string(m), func(t *testing.T) {
 			cfg := shop.EphemeralConfig()
 			cfg.Shared.Mode, cfg.Shared.Margin, cfg.Shared.Floor = m, serve.DefaultMargin, serve.DefaultFloor
-			cfg.Catalog.Faults = faults.Set{faults.CatalogReserveStock: {Latency: took}}
-			cfg.Payments.Faults = faults.Set{faults.PaymentsScreenOrder: {Latency: took}}
+			cfg.Catalog.Faults = faults.Set{sim.CatalogReserveStock: {Latency: took}}
+			cfg.Payments.Faults = faults.Set{sim.PaymentsScreenOrder: {Latency: took}}
 			s := startShop(t, cfg)
 			resp, body, _ := checkout(t, s.GatewayURL(), "2000")
 			if resp.StatusCode != http.StatusCreated {

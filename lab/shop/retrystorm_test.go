@@ -8,6 +8,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/lab/shop"
 )
@@ -30,7 +31,7 @@ func TestRefusingPaymentsMultipliesOnlyInNaiveMode(t *testing.T) {
 		t.Run(string(tt.mode), func(t *testing.T) {
 			cfg := shop.EphemeralConfig()
 			cfg.Shared.Mode = tt.mode
-			cfg.Payments.Faults = faults.Set{faults.PaymentsCreateCharge: {RefuseRate: 1}}
+			cfg.Payments.Faults = faults.Set{sim.PaymentsCreateCharge: {RefuseRate: 1}}
 			s := startShop(t, cfg)
 			d := drive(s)
 			ctx := context.Background()
@@ -51,7 +52,7 @@ func TestRefusingPaymentsMultipliesOnlyInNaiveMode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const charge = faults.ServicePayments + "/" + faults.PaymentsCreateCharge
+			const charge = sim.ServicePayments + "/" + sim.PaymentsCreateCharge
 			calls := after.Methods[charge] - before.Methods[charge]
 			if calls < tt.min || calls > tt.max {
 				t.Errorf("payments received %v charges for one checkout, want %v to %v", calls, tt.min, tt.max)

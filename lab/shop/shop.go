@@ -15,6 +15,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/netfault"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/services/catalog"
 	"github.com/mercado-lab/mercado/services/gateway"
 	"github.com/mercado-lab/mercado/services/orders"
@@ -99,9 +100,9 @@ func (c *Config) UseEphemeralPorts() {
 // with.
 func Defaults() map[string]serve.Common {
 	return map[string]serve.Common{
-		faults.ServiceGateway: gateway.DefaultConfig().Common, faults.ServiceOrders: orders.DefaultConfig().Common,
-		faults.ServiceCatalog: catalog.DefaultConfig(), faults.ServicePayments: payments.DefaultConfig(),
-		faults.ServiceShipping: shipping.DefaultConfig(),
+		sim.ServiceGateway: gateway.DefaultConfig().Common, sim.ServiceOrders: orders.DefaultConfig().Common,
+		sim.ServiceCatalog: catalog.DefaultConfig(), sim.ServicePayments: payments.DefaultConfig(),
+		sim.ServiceShipping: shipping.DefaultConfig(),
 	}
 }
 
@@ -133,8 +134,8 @@ func (c Config) Validate() error {
 		name string
 		err  error
 	}{
-		{faults.ServiceGateway, c.Gateway.Validate()}, {faults.ServiceOrders, c.Orders.Validate()},
-		{faults.ServiceCatalog, c.Catalog.Validate()}, {faults.ServicePayments, c.Payments.Validate()}, {faults.ServiceShipping, c.Shipping.Validate()},
+		{sim.ServiceGateway, c.Gateway.Validate()}, {sim.ServiceOrders, c.Orders.Validate()},
+		{sim.ServiceCatalog, c.Catalog.Validate()}, {sim.ServicePayments, c.Payments.Validate()}, {sim.ServiceShipping, c.Shipping.Validate()},
 	} {
 		if v.err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", v.name, v.err))
@@ -149,8 +150,8 @@ func (c Config) Validate() error {
 // Faults returns each service's fault set by name, for flags to fill.
 func (c *Config) Faults() map[string]*faults.Set {
 	return map[string]*faults.Set{
-		faults.ServiceGateway: &c.Gateway.Faults, faults.ServiceOrders: &c.Orders.Faults, faults.ServiceCatalog: &c.Catalog.Faults,
-		faults.ServicePayments: &c.Payments.Faults, faults.ServiceShipping: &c.Shipping.Faults,
+		sim.ServiceGateway: &c.Gateway.Faults, sim.ServiceOrders: &c.Orders.Faults, sim.ServiceCatalog: &c.Catalog.Faults,
+		sim.ServicePayments: &c.Payments.Faults, sim.ServiceShipping: &c.Shipping.Faults,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/internal/telemetry/otlptest"
 	"github.com/mercado-lab/mercado/lab/shop"
 )
@@ -227,8 +228,8 @@ func TestCheckoutTraceFanout(t *testing.T) {
 	for _, m := range []mode.Mode{mode.Budgeted, mode.Naive} {
 		t.Run(string(m), func(t *testing.T) {
 			spans := traceCheckoutWith(t, m, func(c *shop.Config) {
-				c.Catalog.Faults = faults.Set{faults.CatalogReserveStock: {Latency: took}}
-				c.Payments.Faults = faults.Set{faults.PaymentsScreenOrder: {Latency: took}}
+				c.Catalog.Faults = faults.Set{sim.CatalogReserveStock: {Latency: took}}
+				c.Payments.Faults = faults.Set{sim.PaymentsScreenOrder: {Latency: took}}
 			})
 			calls := map[string]otlptest.Span{}
 			for _, sp := range spans {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/sim"
 )
 
 // Product is something the shop sells.
@@ -66,7 +67,7 @@ type Store interface {
 }
 
 // Service is the catalog's use cases. Each one does its simulated work
-// (see internal/faults) before touching the store.
+// (through its *faults.Injector) before touching the store.
 type Service struct {
 	store Store
 	work  *faults.Injector
@@ -82,7 +83,7 @@ func NewService(store Store, work *faults.Injector) (*Service, error) {
 
 // ListProducts returns every product.
 func (s *Service) ListProducts(ctx context.Context) ([]Product, error) {
-	if err := s.work.Work(ctx, faults.CatalogListProducts); err != nil {
+	if err := s.work.Work(ctx, sim.CatalogListProducts); err != nil {
 		return nil, err
 	}
 	return s.store.List(ctx)
@@ -93,7 +94,7 @@ func (s *Service) GetProduct(ctx context.Context, sku string) (Product, error) {
 	if err := checkID("sku", sku); err != nil {
 		return Product{}, err
 	}
-	if err := s.work.Work(ctx, faults.CatalogGetProduct); err != nil {
+	if err := s.work.Work(ctx, sim.CatalogGetProduct); err != nil {
 		return Product{}, err
 	}
 	return s.store.Get(ctx, sku)
@@ -104,7 +105,7 @@ func (s *Service) ReserveStock(ctx context.Context, orderID string, lines []Line
 	if err := validateLines(orderID, lines); err != nil {
 		return Reservation{}, err
 	}
-	if err := s.work.Work(ctx, faults.CatalogReserveStock); err != nil {
+	if err := s.work.Work(ctx, sim.CatalogReserveStock); err != nil {
 		return Reservation{}, err
 	}
 	return s.store.Reserve(ctx, orderID, lines)
@@ -115,7 +116,7 @@ func (s *Service) ReleaseStock(ctx context.Context, reservationID string) error 
 	if err := checkID("reservation_id", reservationID); err != nil {
 		return err
 	}
-	if err := s.work.Work(ctx, faults.CatalogReleaseStock); err != nil {
+	if err := s.work.Work(ctx, sim.CatalogReleaseStock); err != nil {
 		return err
 	}
 	return s.store.Release(ctx, reservationID)
@@ -131,7 +132,7 @@ const (
 // ExportPage returns the page of the whole catalogue, in SKU order, that
 // follows the SKU after ("" for the first page), and the SKU to continue
 // after, "" when the page is the last. Every page costs its own simulated
-// work (faults.CatalogExportCatalog) on the catalog's workers, so an
+// work (sim.CatalogExportCatalog) on the catalog's workers, so an
 // export competes with browsing and reservations for them.
 func (s *Service) ExportPage(ctx context.Context, size int, after string) ([]Product, string, error) {
 	switch {
@@ -143,7 +144,7 @@ func (s *Service) ExportPage(ctx context.Context, size int, after string) ([]Pro
 	if len(after) > MaxIDBytes {
 		return nil, "", apperr.New(apperr.Invalid, "page_token is longer than %d characters", MaxIDBytes)
 	}
-	if err := s.work.Work(ctx, faults.CatalogExportCatalog); err != nil {
+	if err := s.work.Work(ctx, sim.CatalogExportCatalog); err != nil {
 		return nil, "", err
 	}
 	all, err := s.store.List(ctx)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 	"github.com/mercado-lab/mercado/services/catalog"
@@ -160,7 +161,7 @@ func TestDirectCallWithALongDeadlineIsClamped(t *testing.T) {
 	cfg.Addr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 	// An export page that never ends on its own: the call lasts as long
 	// as the context catalog works under.
-	cfg.Faults = faults.Set{faults.CatalogExportCatalog: {Hang: time.Hour}}
+	cfg.Faults = faults.Set{sim.CatalogExportCatalog: {Hang: time.Hour}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p, err := catalog.Start(ctx, cfg, slog.New(slog.DiscardHandler))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 	"github.com/mercado-lab/mercado/services/gateway"
@@ -129,7 +130,7 @@ func TestExportWaitsOutAFullCatalog(t *testing.T) {
 	own := cfg.Shared
 	own.Resilience.Workers = 2
 	cfg.Catalog.Shared = own
-	cfg.Catalog.Faults = faults.Set{faults.CatalogListProducts: {Latency: 500 * time.Millisecond}}
+	cfg.Catalog.Faults = faults.Set{sim.CatalogListProducts: {Latency: 500 * time.Millisecond}}
 	a, s := startShopWith(t, cfg)
 
 	// Two shoppers browsing hold both of catalog's workers for 500 ms.
@@ -191,7 +192,7 @@ func TestExportTimeoutsOpenOnlyBatchsBreaker(t *testing.T) {
 	own.Resilience.BreakerOpen = time.Second
 	cfg.Gateway.Shared = own
 	// A page takes longer than the gateway's 300 ms cap on a call to catalog.
-	cfg.Catalog.Faults = faults.Set{faults.CatalogExportCatalog: {Latency: 500 * time.Millisecond}}
+	cfg.Catalog.Faults = faults.Set{sim.CatalogExportCatalog: {Latency: 500 * time.Millisecond}}
 	a, s := startShopWith(t, cfg)
 	a.c.Timeout = 20 * time.Second
 

@@ -10,10 +10,10 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/budgetcheck"
-	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/resilience"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
@@ -221,10 +221,10 @@ func (p *Peers) String() string {
 func (c Config) Calls(s mode.Settings) []budgetcheck.Call {
 	attempts := resilience.Attempts(s, true, false)
 	return []budgetcheck.Call{
-		{From: faults.ServiceGateway, To: faults.ServiceOrders, Dep: "orders", Setting: "--orders-cap", Cap: s.Cap(c.OrdersCap),
+		{From: sim.ServiceGateway, To: sim.ServiceOrders, Dep: "orders", Setting: "--orders-cap", Cap: s.Cap(c.OrdersCap),
 			Attempts: attempts, Criticality: budgetcheck.Critical, Stage: 1, Route: "Checkout", Method: "Checkout"},
-		{From: faults.ServiceGateway, To: faults.ServiceCatalog, Dep: "catalog", Setting: "--browse-cap", Cap: s.Cap(c.CatalogCap),
-			Attempts: attempts, Criticality: budgetcheck.Critical, Stage: 1, Route: faults.CatalogListProducts, Method: faults.CatalogListProducts},
+		{From: sim.ServiceGateway, To: sim.ServiceCatalog, Dep: "catalog", Setting: "--browse-cap", Cap: s.Cap(c.CatalogCap),
+			Attempts: attempts, Criticality: budgetcheck.Critical, Stage: 1, Route: sim.CatalogListProducts, Method: sim.CatalogListProducts},
 	}
 }
 
@@ -252,5 +252,5 @@ func (c Config) WriteTimeout() time.Duration {
 // defaults, no write timeout (see resilience.EdgeChain); its idle timeout
 // is the same in every mode.
 func (c Config) Edge(s mode.Settings) *budgetcheck.Edge {
-	return &budgetcheck.Edge{Service: faults.ServiceGateway, Budgets: c.Budgets(), WriteTimeout: s.Cap(c.WriteTimeout()), IdleTimeout: serve.IdleTimeout}
+	return &budgetcheck.Edge{Service: sim.ServiceGateway, Budgets: c.Budgets(), WriteTimeout: s.Cap(c.WriteTimeout()), IdleTimeout: serve.IdleTimeout}
 }

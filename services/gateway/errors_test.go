@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
-	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/problem"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
@@ -32,7 +32,7 @@ func TestPublicDetail(t *testing.T) {
 			http.StatusBadRequest, "items[0].qty must be 1 to 1000, got 0"},
 		{"a 4xx naming odd input is passed on whole", serviceStatus(codes.NotFound, `unknown sku "transport"`), checkoutOverrides,
 			http.StatusUnprocessableEntity, `unknown sku "transport"`},
-		{"a service's own 503", apperr.Status(faults.ErrInjected), nil,
+		{"a service's own 503", apperr.Status(sim.ErrInjected), nil,
 			http.StatusServiceUnavailable, "simulated failure (fault error-rate)"},
 		{"a connection error",
 			status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 10.0.0.7:8081: connect: connection refused"`), nil,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/internal/timing"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/services/catalog"
@@ -310,7 +311,7 @@ func TestCheckoutOutOfStock(t *testing.T) {
 // the reservation has its answer when the screen declines.
 func TestCheckoutDeclinedByTheFraudScreen(t *testing.T) {
 	cfg := shop.EphemeralConfig()
-	cfg.Payments.Faults = faults.Set{faults.PaymentsScreenOrder: {Latency: 50 * time.Millisecond}}
+	cfg.Payments.Faults = faults.Set{sim.PaymentsScreenOrder: {Latency: 50 * time.Millisecond}}
 	a, _ := startShopWith(t, cfg)
 	before := decode[gateway.Product](t, a.get(t, "/api/products/tea-sencha", nil))
 

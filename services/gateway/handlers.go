@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
-	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/jsonbody"
 	"github.com/mercado-lab/mercado/internal/problem"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/internal/timing"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 	ordersv1 "github.com/mercado-lab/mercado/proto/orders/v1"
@@ -162,7 +162,7 @@ func (s *server) checkout(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	if !s.simulate(w, r, faults.GatewayCheckout) {
+	if !s.simulate(w, r, sim.GatewayCheckout) {
 		return
 	}
 	key, err := parseIdempotencyKey(r.Header.Get("Idempotency-Key"))

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/mercado-lab/mercado/internal/dial"
-	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	catalogv1 "github.com/mercado-lab/mercado/proto/catalog/v1"
 	ordersv1 "github.com/mercado-lab/mercado/proto/orders/v1"
 	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
@@ -31,7 +31,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		return nil, err
 	}
 	// Its contract: a checkout's own work is its final write.
-	kit.SetBudget(serve.BudgetOptions{Calls: cfg.Calls, Work: map[string]string{"Checkout": faults.OrdersFinish}})
+	kit.SetBudget(serve.BudgetOptions{Calls: cfg.Calls, Work: map[string]string{"Checkout": sim.OrdersFinish}})
 	store, keys, err := newStores(ctx, cfg, kit)
 	if err != nil {
 		kit.Close()

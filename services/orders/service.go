@@ -12,6 +12,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 )
 
@@ -237,7 +238,7 @@ var errUnrecorded = errors.New("the order's outcome could not be recorded")
 // the "finish" hop.
 func (s *Service) finish(ctx context.Context) {
 	if s.work != nil {
-		_ = s.work.Work(ctx, faults.OrdersFinish)
+		_ = s.work.Work(ctx, sim.OrdersFinish)
 	}
 }
 

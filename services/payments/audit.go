@@ -8,6 +8,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/sim"
 )
 
 // The audit trail: one entry per completed checkout, kept by payments
@@ -57,7 +58,7 @@ type AuditTrail struct {
 }
 
 // NewAuditTrail returns the audit trail over store, with work simulating
-// the write's own time (faults.PaymentsRecordAudit).
+// the write's own time (sim.PaymentsRecordAudit).
 func NewAuditTrail(store AuditStore, work *faults.Injector) (*AuditTrail, error) {
 	if store == nil || work == nil {
 		return nil, errors.New("payments: the audit trail needs a store and work")
@@ -113,8 +114,8 @@ func (a *AuditTrail) RecordBatch(ctx context.Context, entries []AuditEntry) ([]A
 		return results, nil
 	}
 	// One write, however many entries: the simulated work is the batch's.
-	if err := a.work.Work(ctx, faults.PaymentsRecordAudit); err != nil {
-		if errors.Is(err, faults.ErrInjected) {
+	if err := a.work.Work(ctx, sim.PaymentsRecordAudit); err != nil {
+		if errors.Is(err, sim.ErrInjected) {
 			return nil, apperr.Wrap(apperr.Unavailable, err, "the audit trail is unavailable")
 		}
 		return nil, apperr.Wrap(apperr.Timeout, err, "the audit write did not finish in time")

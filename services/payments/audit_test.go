@@ -17,6 +17,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/postgres/pgtest"
+	"github.com/mercado-lab/mercado/internal/sim"
 	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
 	"github.com/mercado-lab/mercado/services/payments"
 )
@@ -200,12 +201,12 @@ func TestAuditTrailRecord(t *testing.T) {
 // RecordAudit has its own fault method: the trail can be made to fail
 // (Unavailable) or hang while charges go on.
 func TestAuditTrailFaults(t *testing.T) {
-	a := newAuditTrail(t, faults.Set{faults.PaymentsRecordAudit: {ErrorRate: 1}})
+	a := newAuditTrail(t, faults.Set{sim.PaymentsRecordAudit: {ErrorRate: 1}})
 	var ae *apperr.Error
 	if _, err := a.Record(context.Background(), auditEntry("ord_1")); !errors.As(err, &ae) || ae.Code != apperr.Unavailable {
 		t.Errorf("Record with the trail failing = %v, want Unavailable", err)
 	}
-	a = newAuditTrail(t, faults.Set{faults.PaymentsRecordAudit: {Hang: time.Minute}})
+	a = newAuditTrail(t, faults.Set{sim.PaymentsRecordAudit: {Hang: time.Minute}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := a.Record(ctx, auditEntry("ord_1")); !errors.As(err, &ae) || ae.Code != apperr.Timeout {
@@ -299,7 +300,7 @@ func TestAuditTrailRecordBatch(t *testing.T) {
 func TestAuditTrailBatchIsOneWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const took = 100 * time.Millisecond
-		a := newAuditTrail(t, faults.Set{faults.PaymentsRecordAudit: {Latency: took}})
+		a := newAuditTrail(t, faults.Set{sim.PaymentsRecordAudit: {Latency: took}})
 		batch := make([]payments.AuditEntry, 50)
 		for i := range batch {
 			batch[i] = auditEntry(fmt.Sprintf("ord_%d", i))
@@ -312,7 +313,7 @@ func TestAuditTrailBatchIsOneWrite(t *testing.T) {
 			t.Errorf("a batch of 50 took %v, want one write's %v", d, took)
 		}
 	})
-	a := newAuditTrail(t, faults.Set{faults.PaymentsRecordAudit: {ErrorRate: 1}})
+	a := newAuditTrail(t, faults.Set{sim.PaymentsRecordAudit: {ErrorRate: 1}})
 	var ae *apperr.Error
 	if _, err := a.RecordBatch(context.Background(), []payments.AuditEntry{auditEntry("ord_1"), auditEntry("ord_2")}); !errors.As(err, &ae) || ae.Code != apperr.Unavailable {
 		t.Errorf("RecordBatch with the trail failing = %v, want Unavailable", err)
@@ -376,7 +377,7 @@ func TestRecordAuditsGRPC(t *testing.T) {
 // trail's write applies to both.
 func TestRecordAuditsRefusedAtTheDoor(t *testing.T) {
 	cfg := payments.DefaultConfig()
-	cfg.Faults = faults.Set{faults.PaymentsRecordAudit: {RefuseRate: 1}}
+	cfg.Faults = faults.Set{sim.PaymentsRecordAudit: {RefuseRate: 1}}
 	c, _ := startPaymentsWith(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 )
 
 // Charge is money taken, or being taken, from a customer for one order.
@@ -177,7 +178,7 @@ func (s *Service) charge(ctx context.Context, c Charge, done chan<- result) {
 	ctx, cancel := context.WithTimeout(ctx, pspTimeout)
 	defer cancel()
 	status := StatusSucceeded
-	werr := s.psp.Work(ctx, faults.PaymentsCreateCharge)
+	werr := s.psp.Work(ctx, sim.PaymentsCreateCharge)
 	if werr != nil {
 		status = StatusFailed
 	}
@@ -185,7 +186,7 @@ func (s *Service) charge(ctx context.Context, c Charge, done chan<- result) {
 	switch {
 	case err != nil:
 		done <- result{err: err}
-	case errors.Is(werr, faults.ErrInjected):
+	case errors.Is(werr, sim.ErrInjected):
 		done <- result{charge: settled, err: apperr.Wrap(apperr.Unavailable, werr, "payment provider unavailable; nothing was charged")}
 	default:
 		done <- result{charge: settled, err: werr}

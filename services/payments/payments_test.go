@@ -14,6 +14,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/services/payments"
 )
 
@@ -352,7 +353,7 @@ func TestCreateChargeProviderFails(t *testing.T) {
 		store := newCountingStore()
 		svc := newServiceWith(t, store, mode.Budgeted, faults.Set{"CreateCharge": {Latency: pspLatency, ErrorRate: 1}})
 		c, err := svc.CreateCharge(context.Background(), charge("pay_ord_1"))
-		if codeOf(err) != apperr.Unavailable || !errors.Is(err, faults.ErrInjected) {
+		if codeOf(err) != apperr.Unavailable || !errors.Is(err, sim.ErrInjected) {
 			t.Errorf("error = %v, want Unavailable from the provider", err)
 		}
 		if c.Status != payments.StatusFailed || statusOf(t, store, "pay_ord_1") != payments.StatusFailed {

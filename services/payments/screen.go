@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
-	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/sim"
 )
 
 // The fraud screen: a simulated risk vendor asked about an order before it
@@ -98,8 +98,8 @@ func (s *Service) ScreenOrder(ctx context.Context, r ScreenRequest) (Screening, 
 	if err := validateScreen(r); err != nil {
 		return Screening{}, err
 	}
-	if err := s.psp.Work(ctx, faults.PaymentsScreenOrder); err != nil {
-		if errors.Is(err, faults.ErrInjected) {
+	if err := s.psp.Work(ctx, sim.PaymentsScreenOrder); err != nil {
+		if errors.Is(err, sim.ErrInjected) {
 			return Screening{}, apperr.Wrap(apperr.Unavailable, err, "fraud screen unavailable")
 		}
 		return Screening{}, err

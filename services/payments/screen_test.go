@@ -11,6 +11,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/sim"
 	paymentsv1 "github.com/mercado-lab/mercado/proto/payments/v1"
 )
 
@@ -66,19 +67,19 @@ func TestScreenOrderFaults(t *testing.T) {
 	req := &paymentsv1.ScreenOrderRequest{OrderId: "ord_1", Customer: "ada", Address: "1 Loop Rd",
 		Items: []*paymentsv1.ScreenItem{{Sku: "tea-sencha", Qty: 1}}}
 
-	setFaults(t, ctx, p, faults.Set{faults.PaymentsCreateCharge: {ErrorRate: 1}})
+	setFaults(t, ctx, p, faults.Set{sim.PaymentsCreateCharge: {ErrorRate: 1}})
 	if _, err := c.ScreenOrder(ctx, req); err != nil {
 		t.Errorf("ScreenOrder with the charge failing = %v, want an answer", err)
 	}
 
-	setFaults(t, ctx, p, faults.Set{faults.PaymentsScreenOrder: {ErrorRate: 1}})
+	setFaults(t, ctx, p, faults.Set{sim.PaymentsScreenOrder: {ErrorRate: 1}})
 	_, err := c.ScreenOrder(ctx, req)
 	if s := status.Convert(err); s.Code() != codes.Unavailable || s.Message() == "" {
 		t.Errorf("ScreenOrder with error-rate=1 = %v, want Unavailable", err)
 	}
 
 	const latency = 60 * time.Millisecond
-	setFaults(t, ctx, p, faults.Set{faults.PaymentsScreenOrder: {Latency: latency}})
+	setFaults(t, ctx, p, faults.Set{sim.PaymentsScreenOrder: {Latency: latency}})
 	start := time.Now()
 	if _, err := c.ScreenOrder(ctx, req); err != nil {
 		t.Fatal(err)

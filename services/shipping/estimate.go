@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
-	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/sim"
 )
 
 // Estimate is the carrier's quote for a parcel: a window of business days
@@ -16,7 +16,7 @@ type Estimate struct {
 
 // The carrier's quote. The simulated carrier delivers anywhere in the
 // same window; what makes the call interesting is how long it takes to
-// answer (faults.ShippingEstimateDelivery), not what it says.
+// answer (sim.ShippingEstimateDelivery), not what it says.
 const (
 	quoteMinDays = 2
 	quoteMaxDays = 4
@@ -29,8 +29,8 @@ func (s *Service) EstimateDelivery(ctx context.Context, address string, items []
 	if err := validateParcel(address, items); err != nil {
 		return Estimate{}, err
 	}
-	if err := s.carrier.Work(ctx, faults.ShippingEstimateDelivery); err != nil {
-		if errors.Is(err, faults.ErrInjected) {
+	if err := s.carrier.Work(ctx, sim.ShippingEstimateDelivery); err != nil {
+		if errors.Is(err, sim.ErrInjected) {
 			return Estimate{}, err
 		}
 		return Estimate{}, apperr.Wrap(apperr.Timeout, err, "carrier did not quote in time")

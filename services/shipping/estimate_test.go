@@ -14,6 +14,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 	shippingv1 "github.com/mercado-lab/mercado/proto/shipping/v1"
 	"github.com/mercado-lab/mercado/services/shipping"
 )
@@ -42,7 +43,7 @@ func TestEstimateDelivery(t *testing.T) {
 func TestEstimateDeliveryHangs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const slice = 150 * time.Millisecond
-		svc := newService(t, shipping.NewMemStore(), faults.Set{faults.ShippingEstimateDelivery: {Hang: time.Minute}}, mode.Budgeted)
+		svc := newService(t, shipping.NewMemStore(), faults.Set{sim.ShippingEstimateDelivery: {Hang: time.Minute}}, mode.Budgeted)
 		ctx, cancel := context.WithTimeout(t.Context(), slice)
 		defer cancel()
 		start := time.Now()

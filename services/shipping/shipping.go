@@ -7,6 +7,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
+	"github.com/mercado-lab/mercado/internal/sim"
 )
 
 // Item is one line of a shipment.
@@ -98,8 +99,8 @@ func (s *Service) CreateShipment(ctx context.Context, sh Shipment) (Shipment, er
 		return Shipment{}, err
 	}
 	// The call to the carrier: lesson 7's degraded dependency.
-	if err := s.carrier.Work(ctx, faults.ShippingCreateShipment); err != nil {
-		if errors.Is(err, faults.ErrInjected) {
+	if err := s.carrier.Work(ctx, sim.ShippingCreateShipment); err != nil {
+		if errors.Is(err, sim.ErrInjected) {
 			return Shipment{}, err
 		}
 		return Shipment{}, apperr.Wrap(apperr.Timeout, err, "carrier did not answer in time")
