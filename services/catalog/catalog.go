@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
-	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/sim"
 )
 
@@ -67,14 +66,14 @@ type Store interface {
 }
 
 // Service is the catalog's use cases. Each one does its simulated work
-// (through its *faults.Injector) before touching the store.
+// (through its sim.Simulator) before touching the store.
 type Service struct {
 	store Store
-	work  *faults.Injector
+	work  sim.Simulator
 }
 
 // NewService returns a Service over store, with work simulating its own.
-func NewService(store Store, work *faults.Injector) (*Service, error) {
+func NewService(store Store, work sim.Simulator) (*Service, error) {
 	if store == nil || work == nil {
 		return nil, fmt.Errorf("catalog: store and work are required")
 	}

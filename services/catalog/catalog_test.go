@@ -11,6 +11,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/services/catalog"
 )
 
@@ -61,7 +62,7 @@ func TestNewServiceRequiresDependencies(t *testing.T) {
 	tests := []struct {
 		name  string
 		store catalog.Store
-		work  *faults.Injector
+		work  sim.Simulator
 	}{
 		{"no store", nil, work},
 		{"no work", store, nil},

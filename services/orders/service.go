@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
-	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/internal/telemetry"
@@ -27,7 +26,7 @@ type Service struct {
 	audit    Audit
 	auditQ   *auditQueue
 	settings *mode.Live
-	work     *faults.Injector
+	work     sim.Simulator
 	metrics  *telemetry.Metrics
 	log      *slog.Logger
 	now      func() time.Time
@@ -60,7 +59,7 @@ type Deps struct {
 	// Work, when set, simulates orders' own work; its "Finish" method is
 	// the final write of a checkout (storing the order and the answer),
 	// which the 800 ms waterfall keeps 80 ms of the budget for.
-	Work *faults.Injector
+	Work sim.Simulator
 }
 
 // NewService returns a Service; every dependency is required.

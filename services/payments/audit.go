@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
-	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/sim"
 )
 
@@ -53,13 +52,13 @@ type AuditStore interface {
 // AuditTrail is the audit use case.
 type AuditTrail struct {
 	store AuditStore
-	work  *faults.Injector
+	work  sim.Simulator
 	now   func() time.Time
 }
 
 // NewAuditTrail returns the audit trail over store, with work simulating
 // the write's own time (sim.PaymentsRecordAudit).
-func NewAuditTrail(store AuditStore, work *faults.Injector) (*AuditTrail, error) {
+func NewAuditTrail(store AuditStore, work sim.Simulator) (*AuditTrail, error) {
 	if store == nil || work == nil {
 		return nil, errors.New("payments: the audit trail needs a store and work")
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
-	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/sim"
 )
@@ -73,7 +72,7 @@ const pspTimeout = 2 * time.Minute
 // Service is the payments use cases.
 type Service struct {
 	store    Store
-	psp      *faults.Injector
+	psp      sim.Simulator
 	settings *mode.Live
 	now      func() time.Time
 
@@ -84,7 +83,7 @@ type Service struct {
 
 // NewService returns a Service over store, with psp simulating the
 // payment provider's work.
-func NewService(store Store, psp *faults.Injector, settings *mode.Live) (*Service, error) {
+func NewService(store Store, psp sim.Simulator, settings *mode.Live) (*Service, error) {
 	if store == nil || psp == nil || settings == nil {
 		return nil, fmt.Errorf("payments: store, psp and settings are required")
 	}

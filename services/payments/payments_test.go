@@ -106,7 +106,7 @@ func TestNewServiceRequiresDependencies(t *testing.T) {
 	tests := []struct {
 		name     string
 		store    payments.Store
-		psp      *faults.Injector
+		psp      sim.Simulator
 		settings *mode.Live
 	}{
 		{"no store", nil, psp, settings},

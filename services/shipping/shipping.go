@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
-	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/sim"
 )
 
@@ -81,12 +80,12 @@ type Store interface {
 // Service is the shipping use cases.
 type Service struct {
 	store   Store
-	carrier *faults.Injector
+	carrier sim.Simulator
 }
 
 // NewService returns a Service over store, with carrier simulating the
 // carrier's work.
-func NewService(store Store, carrier *faults.Injector) (*Service, error) {
+func NewService(store Store, carrier sim.Simulator) (*Service, error) {
 	if store == nil || carrier == nil {
 		return nil, fmt.Errorf("shipping: store and carrier are required")
 	}

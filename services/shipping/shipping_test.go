@@ -13,6 +13,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/services/shipping"
 )
 
@@ -46,7 +47,7 @@ func TestNewServiceRequiresDependencies(t *testing.T) {
 	tests := []struct {
 		name    string
 		store   shipping.Store
-		carrier *faults.Injector
+		carrier sim.Simulator
 	}{
 		{"no store", nil, carrier},
 		{"no carrier", store, nil},
