@@ -7,7 +7,8 @@
 // Work with one of the method names below, and tells a simulated failure
 // ([ErrInjected]) from others. The lab's tooling (internal/faults)
 // provides the Simulator and decides how long each method's work takes
-// and whether it fails.
+// and whether it fails. The services import this package and no tooling;
+// layering_test.go checks both sides.
 package sim
 
 import (
