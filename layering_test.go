@@ -30,7 +30,7 @@
 //	loadtest/         the load generator and its report: sends the traffic
 //	                  and measures it; imports no service and no lab, and
 //	                  nothing of the shop's admin API or its metrics (a
-//	                  scenario arranges the shop through loadtest.Shop)
+//	                  scenario arranges the shop through loadtest.Target)
 //	lab/              the labs, the in-process shop and the driver that
 //	                  arranges a shop through its admin APIs: compose
 //	                  services and the load test

@@ -156,7 +156,7 @@ type stageShop struct {
 	end       *time.Timer
 }
 
-var _ loadtest.Shop = (*stageShop)(nil)
+var _ loadtest.Target = (*stageShop)(nil)
 
 // Counters reads the services' counters; after the stop, those read last.
 func (s *stageShop) Counters(ctx context.Context) (loadtest.Counters, error) {

@@ -126,7 +126,7 @@ checks:
 // HTTP server under load.
 type quietShop struct{ url string }
 
-var _ Shop = quietShop{}
+var _ Target = quietShop{}
 
 func (q quietShop) URL() string                                           { return q.url }
 func (quietShop) Switch(context.Context, mode.Mode, mode.Overrides) error { return nil }

@@ -48,7 +48,7 @@ func (o RunOptions) validity() Validity {
 
 // RunScenario runs sc against shop once per mode, switching the whole shop
 // between modes.
-func RunScenario(ctx context.Context, sc Scenario, shop Shop, o RunOptions) (Results, error) {
+func RunScenario(ctx context.Context, sc Scenario, shop Target, o RunOptions) (Results, error) {
 	res := Results{Scenario: sc.Name, Description: strings.TrimSpace(sc.Description), StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Settings: sc.Settings()}
 	nonce := make([]byte, 4)
@@ -69,7 +69,7 @@ func RunScenario(ctx context.Context, sc Scenario, shop Shop, o RunOptions) (Res
 	return res, nil
 }
 
-func runMode(ctx context.Context, sc Scenario, shop Shop, m mode.Mode, nonce string, o RunOptions) (ModeResult, error) {
+func runMode(ctx context.Context, sc Scenario, shop Target, m mode.Mode, nonce string, o RunOptions) (ModeResult, error) {
 	var overrides mode.Overrides
 	if sc.Shop.Mechanisms != "" {
 		if err := overrides.Set(sc.Shop.Mechanisms); err != nil {
@@ -264,7 +264,7 @@ type phaseRun struct {
 // load would turn closed-loop exactly when the shop is slowest.) Faults
 // change at each phase's start. It reports every phase whose generator
 // sent less than minAchieved of what its schedule asked.
-func runPhases(ctx context.Context, sc Scenario, shop Shop, start time.Time, m mode.Mode, keyPrefix, orderID string, minAchieved float64) ([]phaseRun, []string, error) {
+func runPhases(ctx context.Context, sc Scenario, shop Target, start time.Time, m mode.Mode, keyPrefix, orderID string, minAchieved float64) ([]phaseRun, []string, error) {
 	out := make([]phaseRun, len(sc.Phases))
 	errs := make([]error, len(sc.Phases))
 	var wg sync.WaitGroup
@@ -475,7 +475,7 @@ func perSecond(samples []Sample, start time.Time, deadline time.Duration) []Seco
 const gaugeReadings = 200 * time.Millisecond
 
 // sampleGauges records pool and breaker gauges, each second's highest.
-func sampleGauges(ctx context.Context, shop Shop, mr *ModeResult, start time.Time) {
+func sampleGauges(ctx context.Context, shop Target, mr *ModeResult, start time.Time) {
 	tick := time.NewTicker(gaugeReadings)
 	defer tick.Stop()
 	for {
@@ -577,11 +577,11 @@ func serverFigures(before, after Counters, requests int) ServerFigures {
 
 // setNetwork puts a phase's network faults in force, when the scenario
 // uses any: a shop without fault proxies runs every other scenario.
-func setNetwork(ctx context.Context, sc Scenario, shop Shop, specs map[string]string) error {
+func setNetwork(ctx context.Context, sc Scenario, shop Target, specs map[string]string) error {
 	if !sc.UsesNetwork() {
 		return nil
 	}
-	ns, ok := shop.(NetworkShop)
+	ns, ok := shop.(NetworkTarget)
 	if !ok {
 		return errors.New("the scenario sets network faults, and this shop has no fault proxies (serve it with --network-proxy)")
 	}

@@ -7,11 +7,11 @@ import (
 	"github.com/mercado-lab/mercado/internal/mode"
 )
 
-// Shop is the shop under load, as the scenario runner needs it. The runner
-// sends the traffic and measures it; the Shop arranges each run (its mode,
+// Target is the shop under load, as the scenario runner needs it. The runner
+// sends the traffic and measures it; the Target arranges each run (its mode,
 // its faults) and reads what the services counted. lab/driver is one,
 // over the services' admin APIs.
-type Shop interface {
+type Target interface {
 	// URL is the gateway's base URL, where the traffic goes.
 	URL() string
 	// Switch puts the whole shop in mode m, with the overrides on top.
@@ -29,10 +29,10 @@ type Shop interface {
 	Gauges(ctx context.Context) (Gauges, error)
 }
 
-// NetworkShop is a Shop with fault proxies between its services, which
+// NetworkTarget is a Target with fault proxies between its services, which
 // a scenario with network faults needs (Scenario.UsesNetwork).
-type NetworkShop interface {
-	Shop
+type NetworkTarget interface {
+	Target
 	// SetNetwork puts each link's network faults in force, given in
 	// internal/netfault's grammar by link name ("orders-shipping":
 	// "stall"); links not named have none.

@@ -2,6 +2,6 @@
 // it switches the whole shop between modes, puts faults in force, reads
 // every service's /metrics and waits for their pools to empty. The load
 // test's scenario runner drives the shop through it (it is a
-// loadtest.Shop), so the load generator itself knows nothing of the admin
+// loadtest.Target), so the load generator itself knows nothing of the admin
 // API; the labs use it to arrange a run.
 package driver

@@ -22,7 +22,7 @@ import (
 
 // Shop is a running shop driven through its services' admin APIs: the
 // in-process shop of a lab, or a deployment (docker compose, Kubernetes,
-// mercado serve all). It is the loadtest.Shop every scenario runs against.
+// mercado serve all). It is the loadtest.Target every scenario runs against.
 type Shop struct {
 	gateway string
 	// admin maps service names (gateway, orders, catalog, payments,
@@ -34,7 +34,7 @@ type Shop struct {
 	network *admin.Client
 }
 
-var _ loadtest.NetworkShop = (*Shop)(nil)
+var _ loadtest.NetworkTarget = (*Shop)(nil)
 
 // New drives the shop whose gateway serves at gateway and whose services'
 // admin APIs are at admin, by service name. token is the admin bearer
