@@ -43,29 +43,11 @@ func DefaultFanout() FanoutConfig {
 
 // Validate reports a configuration the lab cannot run.
 func (c FanoutConfig) Validate() error {
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"deadline", c.Deadline}, {"catalog-cap", c.CatalogCap}, {"fraud-cap", c.FraudCap},
-		{"payments-cap", c.PaymentsCap}, {"shipping-cap", c.ShippingCap},
-	} {
-		if d.v <= 0 || d.v > time.Minute {
-			return fmt.Errorf("%s: %v is outside (0, 1m]", d.name, d.v)
-		}
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"margin", c.Margin}, {"floor", c.Floor}, {"catalog-latency", c.CatalogLatency}, {"fraud-latency", c.FraudLatency},
-		{"payments-latency", c.PaymentsLatency}, {"shipping-latency", c.ShippingLatency},
-	} {
-		if d.v < 0 || d.v > time.Minute {
-			return fmt.Errorf("%s: %v is outside [0, 1m]", d.name, d.v)
-		}
-	}
-	return nil
+	return checkSettings(
+		[]setting{{"deadline", c.Deadline}, {"catalog-cap", c.CatalogCap}, {"fraud-cap", c.FraudCap},
+			{"payments-cap", c.PaymentsCap}, {"shipping-cap", c.ShippingCap}},
+		[]setting{{"margin", c.Margin}, {"floor", c.Floor}, {"catalog-latency", c.CatalogLatency}, {"fraud-latency", c.FraudLatency},
+			{"payments-latency", c.PaymentsLatency}, {"shipping-latency", c.ShippingLatency}})
 }
 
 // FanoutHop is one call of the checkout as orders measured it.

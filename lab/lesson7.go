@@ -39,22 +39,10 @@ func DefaultLesson7() Lesson7Config {
 
 // Validate reports a configuration the lab cannot run.
 func (c Lesson7Config) Validate() error {
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"deadline", c.Deadline}, {"catalog-cap", c.CatalogCap}, {"payments-cap", c.PaymentsCap}, {"shipping-cap", c.ShippingCap},
-	} {
-		if d.v <= 0 || d.v > time.Minute {
-			return fmt.Errorf("%s: %v is outside (0, 1m]", d.name, d.v)
-		}
-	}
-	for _, d := range []time.Duration{c.Margin, c.Floor, c.CatalogLatency, c.PaymentsLatency, c.ShippingLatency} {
-		if d < 0 || d > time.Minute {
-			return fmt.Errorf("margin, floor and latencies must be within 0 to 1m, got %v", d)
-		}
-	}
-	return nil
+	return checkSettings(
+		[]setting{{"deadline", c.Deadline}, {"catalog-cap", c.CatalogCap}, {"payments-cap", c.PaymentsCap}, {"shipping-cap", c.ShippingCap}},
+		[]setting{{"margin", c.Margin}, {"floor", c.Floor}, {"catalog-latency", c.CatalogLatency},
+			{"payments-latency", c.PaymentsLatency}, {"shipping-latency", c.ShippingLatency}})
 }
 
 // HopResult is one hop of the chain as measured by orders.

@@ -50,18 +50,10 @@ func DefaultWaterfall() WaterfallConfig {
 
 // Validate reports a configuration the lab cannot run.
 func (c WaterfallConfig) Validate() error {
-	if c.Budget <= 0 || c.Budget > time.Minute {
-		return fmt.Errorf("budget: %v is outside (0, 1m]", c.Budget)
-	}
-	if c.CatalogCap <= 0 || c.PaymentsCap <= 0 || c.CatalogCap > time.Minute || c.PaymentsCap > time.Minute {
-		return fmt.Errorf("caps must be within (0, 1m]")
-	}
-	for _, d := range []time.Duration{c.GatewayWork, c.Reserve, c.Cleanup, c.CatalogLatency, c.PaymentsLatency} {
-		if d < 0 || d > time.Minute {
-			return fmt.Errorf("work times and the reserve must be within 0 to 1m, got %v", d)
-		}
-	}
-	return nil
+	return checkSettings(
+		[]setting{{"budget", c.Budget}, {"catalog-cap", c.CatalogCap}, {"payments-cap", c.PaymentsCap}},
+		[]setting{{"gateway-work", c.GatewayWork}, {"reserve", c.Reserve}, {"cleanup", c.Cleanup},
+			{"catalog-latency", c.CatalogLatency}, {"payments-latency", c.PaymentsLatency}})
 }
 
 // WaterfallStep is one step of the create-order request.
