@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -25,16 +26,17 @@ func TestFanoutReplaysExercise2(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns, bs, bp := res.NaiveSequential, res.BudgetedSequential, res.BudgetedParallel
-	for _, run := range []FanoutRun{ns, bs, bp} {
-		if names := hopNamesOf(run); !slices.Equal(names, fanoutChain) {
-			t.Fatalf("hops %q, want %q", names, fanoutChain)
+	chain := []string{"catalog", "fraud", "payments", "shipping"}
+	for _, run := range []ReplayRun{ns, bs, bp} {
+		if names := hopNamesOf(run); !slices.Equal(names, chain) {
+			t.Fatalf("hops %q, want %q", names, chain)
 		}
 		if run.DeadlineMS != 900 {
 			t.Errorf("deadline_ms %d, want 900", run.DeadlineMS)
 		}
 	}
-	hop := func(r FanoutRun, name string) FanoutHop { return r.Hops[slices.Index(fanoutChain, name)] }
-	end := func(h FanoutHop) int64 { return h.StartMS + h.TookMS }
+	hop := func(r ReplayRun, name string) ReplayHop { return r.Hops[slices.Index(chain, name)] }
+	end := func(h ReplayHop) int64 { return h.StartMS + h.TookMS }
 
 	// Naive sequential: 250 + 300 + 500, every call ok, one after the
 	// other: the total cannot be below the sum, so it is over.
@@ -42,7 +44,7 @@ func TestFanoutReplaysExercise2(t *testing.T) {
 		t.Errorf("naive sequential: total %d ms, %s; want 1050 ms or a little more, OVER", ns.TotalMS, ns.Verdict)
 	}
 	for _, name := range []string{"catalog", "fraud", "payments"} {
-		if h := hop(ns, name); h.Outcome != "ok" || h.TimeoutMS != cfg.hopCap(name).Milliseconds() {
+		if h := hop(ns, name); h.Outcome != "ok" || h.TimeoutMS != cfg.replay().hop(name).cap.Milliseconds() {
 			t.Errorf("naive %s = %+v, want ok under its own cap", name, h)
 		}
 	}
@@ -57,14 +59,14 @@ func TestFanoutReplaysExercise2(t *testing.T) {
 	}
 	// Naive and budgeted in series: the screen starts once the
 	// reservation has ended, payments once the screen has.
-	for _, r := range []FanoutRun{ns, bs} {
+	for _, r := range []ReplayRun{ns, bs} {
 		if c, f, p := hop(r, "catalog"), hop(r, "fraud"), hop(r, "payments"); f.StartMS < end(c)-1 || p.StartMS < end(f)-1 {
 			t.Errorf("in series: catalog %+v, fraud %+v, payments %+v; want each to start after the previous ended", c, f, p)
 		}
 	}
 	// Budgeted parallel: max(250, 300) + 500 = 800, every call ok, 201.
-	if bp.Verdict != "WITHIN" || bp.Status != 201 || bp.TotalMS < 800 || bp.TotalMS > 900 {
-		t.Errorf("budgeted parallel: total %d ms, %s, HTTP %d; want about 800 ms, WITHIN, 201", bp.TotalMS, bp.Verdict, bp.Status)
+	if bp.Verdict != "WITHIN" || bp.HTTPStatus != 201 || bp.TotalMS < 800 || bp.TotalMS > 900 {
+		t.Errorf("budgeted parallel: total %d ms, %s, HTTP %d; want about 800 ms, WITHIN, 201", bp.TotalMS, bp.Verdict, bp.HTTPStatus)
 	}
 	c, f, p := hop(bp, "catalog"), hop(bp, "fraud"), hop(bp, "payments")
 	if d := c.StartMS - f.StartMS; d < -10 || d > 10 {
@@ -100,7 +102,7 @@ func TestFanoutReplaysExercise2(t *testing.T) {
 	}
 	_, left := budgetDiagrams(t, page.Bytes())
 	var want [][]int64
-	for _, run := range []FanoutRun{ns, res.BudgetedSequential, bp} {
+	for _, run := range []ReplayRun{ns, res.BudgetedSequential, bp} {
 		var w []int64
 		for _, h := range run.Hops {
 			if h.Outcome != "unknown" && (h.Outcome != "skipped" || h.StartMS > 0) {
@@ -112,29 +114,38 @@ func TestFanoutReplaysExercise2(t *testing.T) {
 	checkShrinking(t, left, want, true, true, false)
 }
 
-// The JSON is exactly the three runs, each with the figures the exercise
-// names, and every hop with its five.
-func TestFanoutJSONShape(t *testing.T) {
-	run := FanoutRun{DeadlineMS: 900, TotalMS: 805, Verdict: "WITHIN", Status: 201,
-		Hops: []FanoutHop{{Name: "catalog", StartMS: 0, TimeoutMS: 300, TookMS: 251, Outcome: "ok"}}}
-	var b bytes.Buffer
-	if err := (FanoutResult{run, run, run}).WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]map[string]any
-	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
-		t.Fatal(err)
-	}
-	if keys := sortedKeys(got); !slices.Equal(keys, []string{"budgeted_parallel", "budgeted_sequential", "naive_sequential"}) {
-		t.Errorf("top-level keys %q", keys)
-	}
-	r := got["budgeted_parallel"]
-	if keys := sortedKeys(r); !slices.Equal(keys, []string{"deadline_ms", "hops", "status", "total_ms", "verdict"}) {
-		t.Errorf("a run's keys %q", keys)
-	}
-	h := r["hops"].([]any)[0].(map[string]any)
-	if keys := sortedKeys(h); !slices.Equal(keys, []string{"name", "outcome", "start_ms", "timeout_ms", "took_ms"}) {
-		t.Errorf("a hop's keys %q", keys)
+// The JSON is exactly the runs, named as docs and scripts read them; each
+// run and each hop has the same figures in every replay (ReplayRun,
+// ReplayHop).
+func TestReplayJSONShape(t *testing.T) {
+	run := ReplayRun{DeadlineMS: 900, TotalMS: 805, Verdict: "WITHIN", HTTPStatus: 201,
+		Hops: []ReplayHop{{Name: "catalog", StartMS: 0, TimeoutMS: 300, TookMS: 251, Outcome: "ok", ElapsedMS: 251}}}
+	for _, tc := range []struct {
+		res  interface{ WriteJSON(io.Writer) error }
+		runs []string
+	}{
+		{FanoutResult{run, run, run}, []string{"budgeted_parallel", "budgeted_sequential", "naive_sequential"}},
+		{Lesson7Result{run, run}, []string{"budgeted", "naive"}},
+	} {
+		var b bytes.Buffer
+		if err := tc.res.WriteJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]map[string]any
+		if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if keys := sortedKeys(got); !slices.Equal(keys, tc.runs) {
+			t.Errorf("top-level keys %q, want %q", keys, tc.runs)
+		}
+		r := got[tc.runs[0]]
+		if keys := sortedKeys(r); !slices.Equal(keys, []string{"deadline_ms", "hops", "http_status", "total_ms", "verdict"}) {
+			t.Errorf("a run's keys %q", keys)
+		}
+		h := r["hops"].([]any)[0].(map[string]any)
+		if keys := sortedKeys(h); !slices.Equal(keys, []string{"clipped_by_budget", "elapsed_ms", "name", "outcome", "start_ms", "timeout_ms", "took_ms"}) {
+			t.Errorf("a hop's keys %q", keys)
+		}
 	}
 }
 
@@ -162,7 +173,7 @@ func TestFanoutConfigValidate(t *testing.T) {
 	}
 }
 
-func hopNamesOf(r FanoutRun) []string {
+func hopNamesOf(r ReplayRun) []string {
 	var names []string
 	for _, h := range r.Hops {
 		names = append(names, h.Name)

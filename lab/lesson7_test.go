@@ -29,7 +29,7 @@ func TestLesson7ReplaysTheLesson(t *testing.T) {
 	if b.Verdict != "WITHIN" || b.TotalMS > cfg.Deadline.Milliseconds() {
 		t.Errorf("budgeted total %d ms, verdict %s; want within %v", b.TotalMS, b.Verdict, cfg.Deadline)
 	}
-	for _, m := range []ModeResult{n, b} {
+	for _, m := range []ReplayRun{n, b} {
 		if len(m.Hops) != 3 {
 			t.Fatalf("hops = %+v, want catalog, payments, shipping", m.Hops)
 		}
@@ -57,7 +57,7 @@ func TestLesson7ReplaysTheLesson(t *testing.T) {
 	res.WriteTable(&table, cfg)
 	// The clipped call's timeout is written out as the lesson's sum, with
 	// the margins in it.
-	sum := fmt.Sprintf("min(300, 1200 − %d before it − ", b.Hops[2].ElapsedMS-b.Hops[2].TookMS)
+	sum := fmt.Sprintf("min(300, 1200 − %d before it − ", b.Hops[2].StartMS)
 	margins := fmt.Sprintf("2 × %d margin) = %d ms", cfg.Margin.Milliseconds(), b.Hops[2].TimeoutMS)
 	for _, want := range []string{"NAIVE", "BUDGETED", "OVER", "WITHIN", "clipped by the budget", sum, margins, FraudLeftOut} {
 		if !strings.Contains(table.String(), want) {
@@ -72,10 +72,10 @@ func TestLesson7ReplaysTheLesson(t *testing.T) {
 	}
 	_, left := budgetDiagrams(t, page.Bytes())
 	var want [][]int64
-	for _, m := range []ModeResult{n, b} {
+	for _, m := range []ReplayRun{n, b} {
 		var w []int64
 		for _, h := range m.Hops {
-			w = append(w, m.DeadlineMS-(h.ElapsedMS-h.TookMS))
+			w = append(w, m.DeadlineMS-h.StartMS)
 		}
 		want = append(want, w)
 	}
@@ -159,7 +159,7 @@ func TestLesson7ConfigValidate(t *testing.T) {
 // TestLesson7TableSaysWhatWasMeasuredAgain: a try that a stall decided is
 // not shown as the lesson's outcome, but it is not hidden either.
 func TestLesson7TableSaysWhatWasMeasuredAgain(t *testing.T) {
-	m := ModeResult{DeadlineMS: 1000, TotalMS: 996, Verdict: "WITHIN", HTTPStatus: 202,
+	m := ReplayRun{DeadlineMS: 1000, TotalMS: 996, Verdict: "WITHIN", HTTPStatus: 202,
 		MeasuredAgain: []string{"its answer missed the deadline although it had 3 ms to spare"}}
 	var b bytes.Buffer
 	Lesson7Result{Naive: m, Budgeted: m}.WriteTable(&b, DefaultLesson7())

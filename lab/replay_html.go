@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/loadtest/report"
 )
@@ -21,37 +22,59 @@ func answerText(status int) string { return "HTTP " + strconv.Itoa(status) }
 // budget.
 func (r Lesson7Result) WriteHTML(w io.Writer, cfg Lesson7Config) error {
 	ms := func(d time.Duration) string { return report.FormatMS(d.Milliseconds()) }
-	p := report.BudgetPage{
+	return report.WriteBudgetPage(w, report.BudgetPage{
 		Title: "Lesson 7: the same chain, naive and budgeted",
 		Intro: []string{
 			fmt.Sprintf("The client gives the checkout %s ms. Catalog (own cap %s ms) takes %s ms, payments (cap %s ms) %s ms, and shipping (cap %s ms) is degraded: its carrier takes %s ms. The caps add up to %s ms, more than the deadline.",
 				ms(cfg.Deadline), ms(cfg.CatalogCap), ms(cfg.CatalogLatency), ms(cfg.PaymentsCap), ms(cfg.PaymentsLatency),
 				ms(cfg.ShippingCap), ms(cfg.ShippingLatency), ms(cfg.CatalogCap+cfg.PaymentsCap+cfg.ShippingCap)),
 		},
+		Runs:  cfg.replay().budgetRuns(r.runs()),
 		Notes: []string{"Every figure on this page was measured on real services over loopback gRPC and HTTP (mercado lab lesson7).", FraudLeftOut},
-	}
-	p.Runs = append(p.Runs,
-		lesson7Run("naive: every hop uses its own cap, blind to the deadline", r.Naive, 0, cfg),
-		lesson7Run(fmt.Sprintf("budgeted: each hop gets min(cap, budget left − %s ms margin), and none starts below the %s ms floor", ms(cfg.Margin), ms(cfg.Floor)),
-			r.Budgeted, cfg.Floor.Milliseconds(), cfg))
-	return report.WriteBudgetPage(w, p)
+	})
 }
 
-func lesson7Run(title string, m ModeResult, floor int64, cfg Lesson7Config) report.BudgetRun {
-	run := report.BudgetRun{Title: title, DeadlineMS: m.DeadlineMS, FloorMS: floor, TotalMS: m.TotalMS, Verdict: m.Verdict, Answer: answerText(m.HTTPStatus)}
-	for _, h := range m.Hops {
-		if h.ClippedByBudget {
-			run.Notes = append(run.Notes, fmt.Sprintf("%s's timeout: %s.", h.Name, cfg.clip(h)))
+// WriteHTML writes the exercise's page: the three ways, each as the
+// shrinking budget. Catalog and fraud start together in the parallel
+// way, so their rows start with the same budget left.
+func (r FanoutResult) WriteHTML(w io.Writer, cfg FanoutConfig) error {
+	ms := func(d time.Duration) string { return report.FormatMS(d.Milliseconds()) }
+	return report.WriteBudgetPage(w, report.BudgetPage{
+		Title: "Lesson 7, exercise 2: in series or in parallel",
+		Intro: []string{fmt.Sprintf("The client gives the checkout %s ms. Catalog takes %s ms and the fraud screen %s ms, and neither needs the other; payments takes %s ms and needs both; shipping takes %s ms.",
+			ms(cfg.Deadline), ms(cfg.CatalogLatency), ms(cfg.FraudLatency), ms(cfg.PaymentsLatency), ms(cfg.ShippingLatency))},
+		Runs:  cfg.replay().budgetRuns(r.runs()),
+		Notes: []string{"Each hop starts at orders, counted from the request's arrival there. Every figure on this page was measured on real services over loopback gRPC and HTTP (mercado lab fanout)."},
+	})
+}
+
+// budgetRuns draws each run, one way each, as the budget shrinking call
+// by call: each call's row starts from the budget left when it began.
+func (rp replay) budgetRuns(runs []ReplayRun) []report.BudgetRun {
+	var out []report.BudgetRun
+	for i, r := range runs {
+		wy := rp.ways[i]
+		run := report.BudgetRun{Title: wy.title, DeadlineMS: r.DeadlineMS, TotalMS: r.TotalMS, Verdict: r.Verdict, Answer: answerText(r.HTTPStatus)}
+		// Only the budgeted mode has a floor below which it calls no one.
+		if wy.mode == mode.Budgeted {
+			run.FloorMS = rp.floor.Milliseconds()
 		}
-		bh := report.BudgetHop{Name: h.Name, StartMS: h.ElapsedMS - h.TookMS, TimeoutMS: h.TimeoutMS, TookMS: h.TookMS, Outcome: h.Outcome, Note: h.Note,
-			Reached: h.Outcome != "unknown" && h.Note != SkipEarlierHopFailed, Called: h.Outcome != "skipped" && h.Outcome != "unknown", Clipped: h.ClippedByBudget}
-		if h.Outcome == "skipped" {
-			bh.Note = "not called: " + h.Note
+		for _, h := range r.Hops {
+			if h.ClippedByBudget {
+				run.Notes = append(run.Notes, fmt.Sprintf("%s's timeout: %s.", h.Name, rp.clip(h)))
+			}
+			bh := report.BudgetHop{Name: h.Name, StartMS: h.StartMS, TimeoutMS: h.TimeoutMS, TookMS: h.TookMS, Outcome: h.Outcome, Note: h.Note,
+				Reached: h.Outcome != "unknown" && h.Note != SkipEarlierHopFailed, Called: h.Outcome != "skipped" && h.Outcome != "unknown",
+				Clipped: h.ClippedByBudget}
+			if h.Outcome == "skipped" {
+				bh.Note = "not called: " + h.Note
+			}
+			run.Hops = append(run.Hops, bh)
 		}
-		run.Hops = append(run.Hops, bh)
+		run.Notes = append(run.Notes, measuredAgain(r.MeasuredAgain, r.Disturbed)...)
+		out = append(out, run)
 	}
-	run.Notes = append(run.Notes, measuredAgain(m.MeasuredAgain, m.Disturbed)...)
-	return run
+	return out
 }
 
 // measuredAgain says why tries were measured again (see stalls.go).
@@ -64,48 +87,6 @@ func measuredAgain(again []string, disturbed string) []string {
 		out = append(out, fmt.Sprintf("All %d tries ended so; this one: %s.", maxTries, disturbed))
 	}
 	return out
-}
-
-// WriteHTML writes the exercise's page: the three ways, each as the
-// shrinking budget. Catalog and fraud start together in the parallel
-// way, so their rows start with the same budget left.
-func (r FanoutResult) WriteHTML(w io.Writer, cfg FanoutConfig) error {
-	ms := func(d time.Duration) string { return report.FormatMS(d.Milliseconds()) }
-	p := report.BudgetPage{
-		Title: "Lesson 7, exercise 2: in series or in parallel",
-		Intro: []string{fmt.Sprintf("The client gives the checkout %s ms. Catalog takes %s ms and the fraud screen %s ms, and neither needs the other; payments takes %s ms and needs both; shipping takes %s ms.",
-			ms(cfg.Deadline), ms(cfg.CatalogLatency), ms(cfg.FraudLatency), ms(cfg.PaymentsLatency), ms(cfg.ShippingLatency))},
-		Notes: []string{"Each hop starts at orders, counted from the request's arrival there. Every figure on this page was measured on real services over loopback gRPC and HTTP (mercado lab fanout)."},
-	}
-	for _, way := range []struct {
-		title    string
-		run      FanoutRun
-		budgeted bool
-	}{
-		{"naive, in series: each call with its own cap", r.NaiveSequential, false},
-		{fmt.Sprintf("budgeted, in series: each call gets min(cap, budget left − %s ms)", ms(cfg.Margin)), r.BudgetedSequential, true},
-		{"budgeted, in parallel: catalog and fraud at once, sharing one budget", r.BudgetedParallel, true},
-	} {
-		run := report.BudgetRun{Title: way.title, DeadlineMS: way.run.DeadlineMS, TotalMS: way.run.TotalMS, Verdict: way.run.Verdict, Answer: answerText(way.run.Status)}
-		if way.budgeted {
-			run.FloorMS = cfg.Floor.Milliseconds()
-		}
-		for _, h := range way.run.Hops {
-			bh := report.BudgetHop{Name: h.Name, StartMS: h.StartMS, TimeoutMS: h.TimeoutMS, TookMS: h.TookMS, Outcome: h.Outcome,
-				Reached: h.Outcome != "unknown" && (h.Outcome != "skipped" || h.StartMS > 0), Called: h.Outcome != "skipped" && h.Outcome != "unknown",
-				Clipped: way.budgeted && h.TimeoutMS > 0 && time.Duration(h.TimeoutMS)*time.Millisecond < cfg.hopCap(h.Name)}
-			switch h.Outcome {
-			case "skipped":
-				bh.Note = "not called"
-			case "unknown":
-				bh.Note = NotReported
-			}
-			run.Hops = append(run.Hops, bh)
-		}
-		run.Notes = measuredAgain(way.run.MeasuredAgain, way.run.Disturbed)
-		p.Runs = append(p.Runs, run)
-	}
-	return report.WriteBudgetPage(w, p)
 }
 
 // WriteHTML writes the waterfall's page: the create-order's steps as the

@@ -73,16 +73,16 @@ func checkShrinking(t *testing.T, runs [][]int64, want [][]int64, inSeries ...bo
 
 func TestLesson7PageDrawsTheShrinkingBudget(t *testing.T) {
 	cfg := DefaultLesson7()
-	hops := func(timeout3 int64, clipped bool) []HopResult {
-		return []HopResult{
-			{Name: "catalog", TimeoutMS: 300, TookMS: 281, Outcome: "ok", ElapsedMS: 281},
-			{Name: "payments", TimeoutMS: 800, TookMS: 761, Outcome: "ok", ElapsedMS: 1042},
-			{Name: "shipping", TimeoutMS: timeout3, TookMS: timeout3, Outcome: "timeout", ElapsedMS: 1042 + timeout3, ClippedByBudget: clipped},
+	hops := func(timeout3 int64, clipped bool) []ReplayHop {
+		return []ReplayHop{
+			{Name: "catalog", StartMS: 0, TimeoutMS: 300, TookMS: 281, Outcome: "ok", ElapsedMS: 281},
+			{Name: "payments", StartMS: 281, TimeoutMS: 800, TookMS: 761, Outcome: "ok", ElapsedMS: 1042},
+			{Name: "shipping", StartMS: 1042, TimeoutMS: timeout3, TookMS: timeout3, Outcome: "timeout", ElapsedMS: 1042 + timeout3, ClippedByBudget: clipped},
 		}
 	}
 	res := Lesson7Result{
-		Naive:    ModeResult{DeadlineMS: 1200, TotalMS: 1345, Verdict: "OVER", HTTPStatus: 504, Hops: hops(300, false)},
-		Budgeted: ModeResult{DeadlineMS: 1200, TotalMS: 1190, Verdict: "WITHIN", HTTPStatus: 201, Hops: hops(145, true)},
+		Naive:    ReplayRun{DeadlineMS: 1200, TotalMS: 1345, Verdict: "OVER", HTTPStatus: 504, Hops: hops(300, false)},
+		Budgeted: ReplayRun{DeadlineMS: 1200, TotalMS: 1190, Verdict: "WITHIN", HTTPStatus: 201, Hops: hops(145, true)},
 	}
 	var page bytes.Buffer
 	if err := res.WriteHTML(&page, cfg); err != nil {
@@ -102,13 +102,13 @@ func TestLesson7PageDrawsTheShrinkingBudget(t *testing.T) {
 
 func TestLesson7PageMarksSkippedAndUnreportedHops(t *testing.T) {
 	res := Lesson7Result{
-		Naive: ModeResult{DeadlineMS: 1200, TotalMS: 1201, Verdict: "OVER", HTTPStatus: 504, Hops: []HopResult{
+		Naive: ReplayRun{DeadlineMS: 1200, TotalMS: 1201, Verdict: "OVER", HTTPStatus: 504, Hops: []ReplayHop{
 			{Name: "catalog", Outcome: "unknown", Note: NotReported}, {Name: "payments", Outcome: "unknown", Note: NotReported},
 		}},
-		Budgeted: ModeResult{DeadlineMS: 1200, TotalMS: 1195, Verdict: "WITHIN", HTTPStatus: 503, Hops: []HopResult{
-			{Name: "catalog", TimeoutMS: 300, TookMS: 290, Outcome: "ok", ElapsedMS: 290},
-			{Name: "payments", TimeoutMS: 800, TookMS: 895, Outcome: "ok", ElapsedMS: 1185},
-			{Name: "shipping", Outcome: "skipped", Note: SkipInsufficientBudget, ElapsedMS: 1185},
+		Budgeted: ReplayRun{DeadlineMS: 1200, TotalMS: 1195, Verdict: "WITHIN", HTTPStatus: 503, Hops: []ReplayHop{
+			{Name: "catalog", StartMS: 0, TimeoutMS: 300, TookMS: 290, Outcome: "ok", ElapsedMS: 290},
+			{Name: "payments", StartMS: 290, TimeoutMS: 800, TookMS: 895, Outcome: "ok", ElapsedMS: 1185},
+			{Name: "shipping", StartMS: 1185, Outcome: "skipped", Note: SkipInsufficientBudget, ElapsedMS: 1185},
 		}},
 	}
 	var page bytes.Buffer

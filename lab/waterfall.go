@@ -56,6 +56,36 @@ func (c WaterfallConfig) Validate() error {
 			{"catalog-latency", c.CatalogLatency}, {"payments-latency", c.PaymentsLatency}})
 }
 
+// replay is the waterfall as the replay engine runs it: one checkout on
+// the budgeted shop, whose steps are the seed's.
+func (c WaterfallConfig) replay() replay {
+	return replay{
+		name: "waterfall", deadline: c.Budget, margin: serve.DefaultMargin, floor: serve.DefaultFloor,
+		// Orders keeps the reserve back for its answer, and its final
+		// write spends some of it.
+		spare: c.Reserve - c.Cleanup,
+		ways:  []way{{mode: mode.Budgeted}},
+		hops: []hopSpec{
+			{"catalog", c.CatalogCap, c.CatalogLatency},
+			{"payments", c.PaymentsCap, c.PaymentsLatency},
+		},
+		// The fraud screen takes no time here (FraudLeftOut).
+		faults: map[string]faults.Set{
+			"gateway":  {sim.GatewayCheckout: {Latency: c.GatewayWork}},
+			"orders":   {sim.OrdersFinish: {Latency: c.Cleanup}},
+			"catalog":  {sim.CatalogReserveStock: {Latency: c.CatalogLatency}},
+			"payments": {sim.PaymentsCreateCharge: {Latency: c.PaymentsLatency}, sim.PaymentsScreenOrder: {}},
+		},
+		body: `{"customer":"waterfall","items":[{"sku":"kettle-gooseneck","qty":1}],"address":"800 Budget Street"}`,
+		configure: func(sc *shop.Config) {
+			// Orders alone keeps the reserve back: it gets a copy of the
+			// shared settings with a margin of its own.
+			sc.Orders.Shared = sc.Shared
+			sc.Orders.Margin = c.Reserve
+		},
+	}
+}
+
 // WaterfallStep is one step of the create-order request.
 type WaterfallStep struct {
 	Name string `json:"name"`
@@ -122,36 +152,19 @@ func Waterfall(ctx context.Context, cfg WaterfallConfig, log *slog.Logger) (Wate
 	return r, nil
 }
 
-// waterfallOnce is one try of the waterfall. It says why, when a stall of
+// waterfallOnce is one try of the waterfall: the replay engine's
+// checkout, then what became of its order. It says why, when a stall of
 // this process rather than the budget decided it.
 func waterfallOnce(ctx context.Context, cfg WaterfallConfig, log *slog.Logger) (WaterfallResult, string, error) {
-	sc := shop.EphemeralConfig()
-	sc.Shared.Mode, sc.Shared.Margin, sc.Shared.Floor = mode.Budgeted, serve.DefaultMargin, serve.DefaultFloor
-	off := mode.RetriesOff
-	sc.Shared.Overrides = mode.Overrides{Retries: &off} // the waterfall has no retries
-	// Orders alone keeps the reserve back: it gets a copy of the shared
-	// settings with a margin of its own.
-	sc.Orders.Shared = sc.Shared
-	sc.Orders.Margin = cfg.Reserve
-	sc.Orders.CatalogCap, sc.Orders.PaymentsCap = cfg.CatalogCap, cfg.PaymentsCap
-	s, err := shop.Start(ctx, sc, log)
+	rp := cfg.replay()
+	st, err := rp.start(ctx, rp.ways[0], log)
 	if err != nil {
 		return WaterfallResult{}, "", err
 	}
-	defer s.Stop()
-
-	client := &http.Client{Timeout: cfg.Budget + time.Minute}
-	// The waterfall's steps are the seed's: the fraud screen takes no
-	// time here (FraudLeftOut).
-	d, err := arrange(ctx, client, s, "waterfall-warm-up", map[string]faults.Set{
-		"gateway":  {sim.GatewayCheckout: {Latency: cfg.GatewayWork}},
-		"orders":   {sim.OrdersFinish: {Latency: cfg.Cleanup}},
-		"catalog":  {sim.CatalogReserveStock: {Latency: cfg.CatalogLatency}},
-		"payments": {sim.PaymentsCreateCharge: {Latency: cfg.PaymentsLatency}, sim.PaymentsScreenOrder: {}},
-	})
-	if err != nil {
-		return WaterfallResult{}, "", err
-	}
+	defer st.stop()
+	d := st.driver
+	// The warm-up took a charge and may have looked one up: what follows
+	// counts from here.
 	chargesBefore, err := d.Charges(ctx)
 	if err != nil {
 		return WaterfallResult{}, "", err
@@ -161,37 +174,33 @@ func waterfallOnce(ctx context.Context, cfg WaterfallConfig, log *slog.Logger) (
 		return WaterfallResult{}, "", err
 	}
 
-	const key = "waterfall-1"
-	body := `{"customer":"waterfall","items":[{"sku":"kettle-gooseneck","qty":1}],"address":"800 Budget Street"}`
-	watch := watchStalls()
-	start := time.Now()
-	c, err := measureCheckout(ctx, client, d.URL(), key, cfg.Budget, body)
-	stalls := watch.stop()
+	t, err := st.watched(ctx)
 	if err != nil {
 		return WaterfallResult{}, "", err
 	}
 	answeredAt := time.Now()
-	answer := orderAnswer(c.body)
+	run := st.read(t)
+	answer := orderAnswer(t.body)
 	res := WaterfallResult{
-		BudgetMS: cfg.Budget.Milliseconds(), TotalMS: c.took.Round(time.Millisecond).Milliseconds(),
-		HTTPStatus: c.status, Status: answer.Status, OrderID: answer.OrderID,
-		Steps: waterfallSteps(cfg, c.hops),
+		BudgetMS: run.DeadlineMS, TotalMS: run.TotalMS,
+		HTTPStatus: run.HTTPStatus, Status: answer.Status, OrderID: answer.OrderID,
+		Steps: waterfallSteps(cfg, t.hops),
 	}
 
 	if res.OrderID != "" {
 		// The client's retry: the same checkout under the same key.
-		again, err := measureCheckout(ctx, client, d.URL(), key, cfg.Budget, body)
+		again, err := st.send(ctx)
 		if err != nil {
 			return WaterfallResult{}, "", err
 		}
 		res.ReplayHTTPStatus, res.ReplayOrderID = again.status, orderAnswer(again.body).OrderID
 
-		final, err := awaitSettled(ctx, client, d.URL()+"/api/orders/"+res.OrderID, 15*time.Second)
+		final, err := awaitSettled(ctx, st.client, d.URL()+"/api/orders/"+res.OrderID, 15*time.Second)
 		if err != nil {
 			return WaterfallResult{}, "", err
 		}
 		res.FinalOrderStatus = final
-		if c.status == http.StatusAccepted {
+		if t.status == http.StatusAccepted {
 			res.SettledAfterMS = time.Since(answeredAt).Milliseconds()
 		}
 	}
@@ -206,17 +215,7 @@ func waterfallOnce(ctx context.Context, cfg WaterfallConfig, log *slog.Logger) (
 	}
 	res.ChargesTaken = charges.Succeeded - chargesBefore.Succeeded
 	res.DuplicateCharges = charges.Duplicates - chargesBefore.Duplicates
-
-	for _, st := range res.Steps {
-		work := map[string]time.Duration{"catalog": cfg.CatalogLatency, "payments": cfg.PaymentsLatency}[st.Name]
-		if why := hopStalled(st.Name, work, time.Duration(st.TimeoutMS)*time.Millisecond, st.Outcome); st.CapMS > 0 && why != "" {
-			return res, why, nil
-		}
-	}
-	// The answer is due within the budget with orders' report; what is
-	// left for it is the reserve less orders' final write.
-	late := res.TotalMS > res.BudgetMS || res.Steps[1].Outcome == "not reported"
-	return res, answerStalled(late, stalls, start.Add(cfg.Budget), cfg.Reserve-cfg.Cleanup), nil
+	return res, st.stalled(run, t), nil
 }
 
 // orderAnswer reads the status and order of a checkout's answer.
