@@ -10,6 +10,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/setting"
 	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/loadtest/report"
 )
@@ -31,23 +32,31 @@ type FanoutConfig struct {
 // 1050 ms; with catalog ∥ fraud it is max(250, 300) + 500 = 800 ms. The
 // margin and the floor are the services' defaults.
 func DefaultFanout() FanoutConfig {
-	return FanoutConfig{
-		Deadline: 900 * time.Millisecond, Margin: serve.DefaultMargin, Floor: serve.DefaultFloor,
-		CatalogCap: 300 * time.Millisecond, FraudCap: 400 * time.Millisecond,
-		PaymentsCap: 800 * time.Millisecond, ShippingCap: 300 * time.Millisecond,
-		CatalogLatency: 250 * time.Millisecond, FraudLatency: 300 * time.Millisecond,
-		PaymentsLatency: 500 * time.Millisecond,
+	var c FanoutConfig
+	setting.Default(c.Settings()...)
+	return c
+}
+
+// Settings declares the run's settings, each once: its flag, default,
+// range and help.
+func (c *FanoutConfig) Settings() []setting.Setting {
+	return []setting.Setting{
+		setting.Duration(&c.Deadline, "deadline", 900*time.Millisecond, setting.Above(0, time.Minute), "the client's deadline for the checkout"),
+		setting.Duration(&c.Margin, "margin", serve.DefaultMargin, setting.Within(0, time.Minute), "budgeted: time kept back from each call for the way back"),
+		setting.Duration(&c.Floor, "floor", serve.DefaultFloor, setting.Within(0, time.Minute), "budgeted: least budget worth starting a call with"),
+		setting.Duration(&c.CatalogCap, "catalog-cap", 300*time.Millisecond, setting.Above(0, time.Minute), "catalog's cap: the call's own timeout"),
+		setting.Duration(&c.FraudCap, "fraud-cap", 400*time.Millisecond, setting.Above(0, time.Minute), "the fraud screen's cap: the call's own timeout"),
+		setting.Duration(&c.PaymentsCap, "payments-cap", 800*time.Millisecond, setting.Above(0, time.Minute), "payments' cap: the call's own timeout"),
+		setting.Duration(&c.ShippingCap, "shipping-cap", 300*time.Millisecond, setting.Above(0, time.Minute), "shipping's cap: the call's own timeout"),
+		setting.Duration(&c.CatalogLatency, "catalog-latency", 250*time.Millisecond, setting.Within(0, time.Minute), "how long catalog takes in this run"),
+		setting.Duration(&c.FraudLatency, "fraud-latency", 300*time.Millisecond, setting.Within(0, time.Minute), "how long the fraud screen takes in this run"),
+		setting.Duration(&c.PaymentsLatency, "payments-latency", 500*time.Millisecond, setting.Within(0, time.Minute), "how long payments takes in this run"),
+		setting.Duration(&c.ShippingLatency, "shipping-latency", 0, setting.Within(0, time.Minute), "how long shipping takes in this run"),
 	}
 }
 
 // Validate reports a configuration the lab cannot run.
-func (c FanoutConfig) Validate() error {
-	return checkSettings(
-		[]setting{{"deadline", c.Deadline}, {"catalog-cap", c.CatalogCap}, {"fraud-cap", c.FraudCap},
-			{"payments-cap", c.PaymentsCap}, {"shipping-cap", c.ShippingCap}},
-		[]setting{{"margin", c.Margin}, {"floor", c.Floor}, {"catalog-latency", c.CatalogLatency}, {"fraud-latency", c.FraudLatency},
-			{"payments-latency", c.PaymentsLatency}, {"shipping-latency", c.ShippingLatency}})
-}
+func (c FanoutConfig) Validate() error { return setting.Check(c.Settings()...) }
 
 // replay is the exercise as the replay engine runs it: catalog ∥ fraud,
 // then payments, then shipping, run three ways.

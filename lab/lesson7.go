@@ -10,6 +10,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/setting"
 	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/loadtest/report"
 )
@@ -29,20 +30,29 @@ type Lesson7Config struct {
 // degraded: its carrier hangs far past any cap. The margin and the floor
 // are the services' defaults.
 func DefaultLesson7() Lesson7Config {
-	return Lesson7Config{
-		Deadline: 1200 * time.Millisecond, Margin: serve.DefaultMargin, Floor: serve.DefaultFloor,
-		CatalogCap: 300 * time.Millisecond, PaymentsCap: 800 * time.Millisecond, ShippingCap: 300 * time.Millisecond,
-		CatalogLatency: 280 * time.Millisecond, PaymentsLatency: 760 * time.Millisecond, ShippingLatency: 5 * time.Second,
+	var c Lesson7Config
+	setting.Default(c.Settings()...)
+	return c
+}
+
+// Settings declares the run's settings, each once: its flag, default,
+// range and help.
+func (c *Lesson7Config) Settings() []setting.Setting {
+	return []setting.Setting{
+		setting.Duration(&c.Deadline, "deadline", 1200*time.Millisecond, setting.Above(0, time.Minute), "the client's deadline for the checkout"),
+		setting.Duration(&c.Margin, "margin", serve.DefaultMargin, setting.Within(0, time.Minute), "budgeted: time kept back from each call for the way back"),
+		setting.Duration(&c.Floor, "floor", serve.DefaultFloor, setting.Within(0, time.Minute), "budgeted: least budget worth starting a call with"),
+		setting.Duration(&c.CatalogCap, "catalog-cap", 300*time.Millisecond, setting.Above(0, time.Minute), "catalog's cap: the call's own timeout"),
+		setting.Duration(&c.PaymentsCap, "payments-cap", 800*time.Millisecond, setting.Above(0, time.Minute), "payments' cap: the call's own timeout"),
+		setting.Duration(&c.ShippingCap, "shipping-cap", 300*time.Millisecond, setting.Above(0, time.Minute), "shipping's cap: the call's own timeout"),
+		setting.Duration(&c.CatalogLatency, "catalog-latency", 280*time.Millisecond, setting.Within(0, time.Minute), "how long catalog takes in this run"),
+		setting.Duration(&c.PaymentsLatency, "payments-latency", 760*time.Millisecond, setting.Within(0, time.Minute), "how long payments takes in this run"),
+		setting.Duration(&c.ShippingLatency, "shipping-latency", 5*time.Second, setting.Within(0, time.Minute), "how long shipping takes in this run (degraded: far past its cap)"),
 	}
 }
 
 // Validate reports a configuration the lab cannot run.
-func (c Lesson7Config) Validate() error {
-	return checkSettings(
-		[]setting{{"deadline", c.Deadline}, {"catalog-cap", c.CatalogCap}, {"payments-cap", c.PaymentsCap}, {"shipping-cap", c.ShippingCap}},
-		[]setting{{"margin", c.Margin}, {"floor", c.Floor}, {"catalog-latency", c.CatalogLatency},
-			{"payments-latency", c.PaymentsLatency}, {"shipping-latency", c.ShippingLatency}})
-}
+func (c Lesson7Config) Validate() error { return setting.Check(c.Settings()...) }
 
 // replay is lesson 7 as the replay engine runs it: the same chain of three
 // calls, naive and then budgeted.

@@ -421,28 +421,6 @@ func lessonOutcome(o string) string {
 	return "error"
 }
 
-// setting is one of a replay's durations, by its flag's name.
-type setting struct {
-	flag string
-	v    time.Duration
-}
-
-// checkSettings reports the first setting out of range: each in positive
-// must be within (0, 1m], each in others within [0, 1m].
-func checkSettings(positive, others []setting) error {
-	for _, s := range positive {
-		if s.v <= 0 || s.v > time.Minute {
-			return fmt.Errorf("%s: %v is outside (0, 1m]", s.flag, s.v)
-		}
-	}
-	for _, s := range others {
-		if s.v < 0 || s.v > time.Minute {
-			return fmt.Errorf("%s: %v is outside [0, 1m]", s.flag, s.v)
-		}
-	}
-	return nil
-}
-
 // writeJSON writes a lab's result as indented JSON, the form of every
 // lab's --json.
 func writeJSON(w io.Writer, v any) error {

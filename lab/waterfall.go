@@ -13,6 +13,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/setting"
 	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/internal/telemetry"
 	"github.com/mercado-lab/mercado/internal/timing"
@@ -40,21 +41,28 @@ type WaterfallConfig struct {
 // orders reserves 80 ms, inventory (catalog) has a 300 ms cap and takes
 // 290, payment has a 400 ms cap and is slow (600 ms).
 func DefaultWaterfall() WaterfallConfig {
-	return WaterfallConfig{
-		Budget: 800 * time.Millisecond, GatewayWork: 100 * time.Millisecond,
-		Reserve: 80 * time.Millisecond, Cleanup: 75 * time.Millisecond,
-		CatalogCap: 300 * time.Millisecond, CatalogLatency: 290 * time.Millisecond,
-		PaymentsCap: 400 * time.Millisecond, PaymentsLatency: 600 * time.Millisecond,
+	var c WaterfallConfig
+	setting.Default(c.Settings()...)
+	return c
+}
+
+// Settings declares the run's settings, each once: its flag, default,
+// range and help.
+func (c *WaterfallConfig) Settings() []setting.Setting {
+	return []setting.Setting{
+		setting.Duration(&c.Budget, "budget", 800*time.Millisecond, setting.Above(0, time.Minute), "the client's budget for creating the order"),
+		setting.Duration(&c.GatewayWork, "gateway-work", 100*time.Millisecond, setting.Within(0, time.Minute), "the gateway's own work before calling orders"),
+		setting.Duration(&c.Reserve, "reserve", 80*time.Millisecond, setting.Within(0, time.Minute), "what orders keeps back from every call for its answer"),
+		setting.Duration(&c.Cleanup, "cleanup", 75*time.Millisecond, setting.Within(0, time.Minute), "how long orders' final write takes"),
+		setting.Duration(&c.CatalogCap, "catalog-cap", 300*time.Millisecond, setting.Above(0, time.Minute), "inventory (catalog) call's cap: its own timeout"),
+		setting.Duration(&c.CatalogLatency, "catalog-latency", 290*time.Millisecond, setting.Within(0, time.Minute), "how long catalog takes"),
+		setting.Duration(&c.PaymentsCap, "payments-cap", 400*time.Millisecond, setting.Above(0, time.Minute), "payment call's cap: its own timeout"),
+		setting.Duration(&c.PaymentsLatency, "payments-latency", 600*time.Millisecond, setting.Within(0, time.Minute), "how long the payment provider takes"),
 	}
 }
 
 // Validate reports a configuration the lab cannot run.
-func (c WaterfallConfig) Validate() error {
-	return checkSettings(
-		[]setting{{"budget", c.Budget}, {"catalog-cap", c.CatalogCap}, {"payments-cap", c.PaymentsCap}},
-		[]setting{{"gateway-work", c.GatewayWork}, {"reserve", c.Reserve}, {"cleanup", c.Cleanup},
-			{"catalog-latency", c.CatalogLatency}, {"payments-latency", c.PaymentsLatency}})
-}
+func (c WaterfallConfig) Validate() error { return setting.Check(c.Settings()...) }
 
 // replay is the waterfall as the replay engine runs it: one checkout on
 // the budgeted shop, whose steps are the seed's.

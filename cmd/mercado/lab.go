@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/setting"
 	"github.com/mercado-lab/mercado/lab"
 	"github.com/mercado-lab/mercado/loadtest"
 	"github.com/mercado-lab/mercado/loadtest/report"
@@ -70,17 +71,7 @@ func runFanout(ctx context.Context, args []string, getenv func(string) string, s
 	cfg := lab.DefaultFanout()
 	fs, asJSON := labFlags("fanout", stderr)
 	out := pageFlag(fs)
-	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "the client's deadline for the checkout")
-	fs.DurationVar(&cfg.Margin, "margin", cfg.Margin, "budgeted: time kept back from each call for the way back")
-	fs.DurationVar(&cfg.Floor, "floor", cfg.Floor, "budgeted: least budget worth starting a call with")
-	fs.DurationVar(&cfg.CatalogCap, "catalog-cap", cfg.CatalogCap, "catalog's local timeout")
-	fs.DurationVar(&cfg.FraudCap, "fraud-cap", cfg.FraudCap, "the fraud screen's local timeout")
-	fs.DurationVar(&cfg.PaymentsCap, "payments-cap", cfg.PaymentsCap, "payments' local timeout")
-	fs.DurationVar(&cfg.ShippingCap, "shipping-cap", cfg.ShippingCap, "shipping's local timeout")
-	fs.DurationVar(&cfg.CatalogLatency, "catalog-latency", cfg.CatalogLatency, "how long catalog takes in this run")
-	fs.DurationVar(&cfg.FraudLatency, "fraud-latency", cfg.FraudLatency, "how long the fraud screen takes in this run")
-	fs.DurationVar(&cfg.PaymentsLatency, "payments-latency", cfg.PaymentsLatency, "how long payments takes in this run")
-	fs.DurationVar(&cfg.ShippingLatency, "shipping-latency", cfg.ShippingLatency, "how long shipping takes in this run")
+	setting.Register(fs, cfg.Settings()...)
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err
 	}
@@ -103,15 +94,7 @@ func runLesson7(ctx context.Context, args []string, getenv func(string) string, 
 	cfg := lab.DefaultLesson7()
 	fs, asJSON := labFlags("lesson7", stderr)
 	out := pageFlag(fs)
-	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "the client's deadline for the checkout")
-	fs.DurationVar(&cfg.Margin, "margin", cfg.Margin, "budgeted: time kept back from each call for the way back")
-	fs.DurationVar(&cfg.Floor, "floor", cfg.Floor, "budgeted: least budget worth starting a call with")
-	fs.DurationVar(&cfg.CatalogCap, "catalog-cap", cfg.CatalogCap, "catalog's local timeout")
-	fs.DurationVar(&cfg.PaymentsCap, "payments-cap", cfg.PaymentsCap, "payments' local timeout")
-	fs.DurationVar(&cfg.ShippingCap, "shipping-cap", cfg.ShippingCap, "shipping's local timeout")
-	fs.DurationVar(&cfg.CatalogLatency, "catalog-latency", cfg.CatalogLatency, "how long catalog takes in this run")
-	fs.DurationVar(&cfg.PaymentsLatency, "payments-latency", cfg.PaymentsLatency, "how long payments takes in this run")
-	fs.DurationVar(&cfg.ShippingLatency, "shipping-latency", cfg.ShippingLatency, "how long shipping takes in this run (degraded: far past its cap)")
+	setting.Register(fs, cfg.Settings()...)
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err
 	}
@@ -176,14 +159,7 @@ func runWaterfall(ctx context.Context, args []string, getenv func(string) string
 	cfg := lab.DefaultWaterfall()
 	fs, asJSON := labFlags("waterfall", stderr)
 	out := pageFlag(fs)
-	fs.DurationVar(&cfg.Budget, "budget", cfg.Budget, "the client's budget for creating the order")
-	fs.DurationVar(&cfg.GatewayWork, "gateway-work", cfg.GatewayWork, "the gateway's own work before calling orders")
-	fs.DurationVar(&cfg.Reserve, "reserve", cfg.Reserve, "what orders keeps back from every call for its answer")
-	fs.DurationVar(&cfg.Cleanup, "cleanup", cfg.Cleanup, "how long orders' final write takes")
-	fs.DurationVar(&cfg.CatalogCap, "catalog-cap", cfg.CatalogCap, "inventory (catalog) call's own cap")
-	fs.DurationVar(&cfg.CatalogLatency, "catalog-latency", cfg.CatalogLatency, "how long catalog takes")
-	fs.DurationVar(&cfg.PaymentsCap, "payments-cap", cfg.PaymentsCap, "payment call's own cap")
-	fs.DurationVar(&cfg.PaymentsLatency, "payments-latency", cfg.PaymentsLatency, "how long the payment provider takes")
+	setting.Register(fs, cfg.Settings()...)
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err
 	}
