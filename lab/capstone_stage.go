@@ -111,7 +111,7 @@ func runStage(ctx context.Context, cfg CapstoneConfig, st capstoneStage, sugg bu
 // counters one last time: from then on the run is answered with those, and
 // sets no more faults.
 func RunStageLoad(ctx context.Context, sc loadtest.Scenario, t Target, hooks StageHooks, stopShop func(), o loadtest.RunOptions) (StageLoad, error) {
-	ss := &stageShop{Shop: t.Drive(), admin: t.Admin[sim.ServiceGateway], stopShop: stopShop}
+	ss := &stageShop{Driver: t.Drive(), admin: t.Admin[sim.ServiceGateway], stopShop: stopShop}
 	settled := time.AfterFunc(hooks.WarmStart, func() { ss.warmStart(ctx) })
 	defer settled.Stop()
 	if hooks.StopAfter > 0 {
@@ -137,7 +137,7 @@ func RunStageLoad(ctx context.Context, sc loadtest.Scenario, t Target, hooks Sta
 // when the fault went on (its end), and once the shop has been stopped it
 // answers with the last counters read before the stop.
 type stageShop struct {
-	*driver.Shop
+	*driver.Driver
 	// admin is the gateway's admin URL, where the hops are read.
 	admin string
 	// stopShop stops the shop, wherever it runs.
@@ -165,7 +165,7 @@ func (s *stageShop) Counters(ctx context.Context) (loadtest.Counters, error) {
 	if s.stopped && s.last != nil {
 		return *s.last, nil
 	}
-	c, err := s.Shop.Counters(ctx)
+	c, err := s.Driver.Counters(ctx)
 	if err != nil {
 		return c, err
 	}
@@ -194,7 +194,7 @@ func (s *stageShop) SetFaults(ctx context.Context, specs map[string]string) erro
 		}
 		s.hopsEnd, s.warmed = h, true
 	}
-	return s.Shop.SetFaults(ctx, specs)
+	return s.Driver.SetFaults(ctx, specs)
 }
 
 // SetNetwork puts the links' faults in force; after the stop it does
@@ -205,7 +205,7 @@ func (s *stageShop) SetNetwork(ctx context.Context, specs map[string]string) err
 	if s.stopped {
 		return nil
 	}
-	return s.Shop.SetNetwork(ctx, specs)
+	return s.Driver.SetNetwork(ctx, specs)
 }
 
 // stopIfArmed stops the shop now if its stop is armed and has not fired:
@@ -225,7 +225,7 @@ func (s *stageShop) Settle(ctx context.Context, limit time.Duration) {
 	stopped := s.stopped
 	s.mu.Unlock()
 	if !stopped {
-		s.Shop.Settle(ctx, limit)
+		s.Driver.Settle(ctx, limit)
 	}
 }
 
@@ -244,7 +244,7 @@ func (s *stageShop) warmStart(ctx context.Context) {
 // stop reads the counters one last time and stops the shop.
 func (s *stageShop) stop(ctx context.Context) {
 	s.mu.Lock()
-	if c, err := s.Shop.Counters(ctx); err == nil {
+	if c, err := s.Driver.Counters(ctx); err == nil {
 		s.last = &c
 	}
 	s.stopped = true

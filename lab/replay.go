@@ -201,7 +201,7 @@ func (rp replay) once(ctx context.Context, w way, log *slog.Logger) (ReplayRun, 
 type stage struct {
 	replay
 	way    way
-	driver *driver.Shop
+	driver *driver.Driver
 	// client sent the warm-up: its connection to the gateway is open.
 	client *http.Client
 	stop   func() error
@@ -382,7 +382,7 @@ func measureCheckout(ctx context.Context, client *http.Client, base, key string,
 // hop keeps for its answer's way back, after its last call has timed out:
 // late there, the answer misses its caller's deadline — a 504, and orders'
 // report of its hops lost.
-func arrange(ctx context.Context, client *http.Client, s *shop.Shop, key string, lesson map[string]faults.Set) (*driver.Shop, error) {
+func arrange(ctx context.Context, client *http.Client, s *shop.Shop, key string, lesson map[string]faults.Set) (*driver.Driver, error) {
 	d := drive(s)
 	c, err := measureCheckout(ctx, client, d.URL(), key, 5*time.Second,
 		`{"customer":"warm-up","items":[{"sku":"tea-sencha","qty":1}],"address":"1 Warm-up Way"}`)

@@ -130,10 +130,10 @@ func target(s *shop.Shop) Target {
 }
 
 // drive is a driver for the in-process shop s.
-func drive(s *shop.Shop) *driver.Shop { return target(s).Drive() }
+func drive(s *shop.Shop) *driver.Driver { return target(s).Drive() }
 
 // Drive is a driver for the shop at t.
-func (t Target) Drive() *driver.Shop {
+func (t Target) Drive() *driver.Driver {
 	d := driver.New(t.Gateway, t.Admin, "")
 	if t.Network != "" {
 		d.UseNetwork(t.Network)

@@ -237,7 +237,7 @@ func orderAnswer(body []byte) (a struct {
 
 // chargeLookups is how many times payments has been asked about a charge
 // (GetCharge): what orders' reconciler does for an order left pending.
-func chargeLookups(ctx context.Context, d *driver.Shop) (float64, error) {
+func chargeLookups(ctx context.Context, d *driver.Driver) (float64, error) {
 	all, err := d.Scrape(ctx)
 	if err != nil {
 		return 0, err

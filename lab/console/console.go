@@ -44,7 +44,7 @@ type Options struct {
 type Console struct {
 	o       Options
 	ctx     context.Context
-	shop    *driver.Shop // modes, faults, network faults, metrics
+	shop    *driver.Driver // modes, faults, network faults, metrics
 	admin   map[string]admin.Client
 	network *admin.Client
 	mux     *http.ServeMux

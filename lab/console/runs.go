@@ -52,7 +52,7 @@ type RunState struct {
 // few reports.
 type runs struct {
 	ctx     context.Context
-	shop    *driver.Shop
+	shop    *driver.Driver
 	network bool
 	traffic *traffic
 
@@ -66,7 +66,7 @@ type runs struct {
 // keepReports is how many finished runs' reports the console holds.
 const keepReports = 5
 
-func newRuns(ctx context.Context, shop *driver.Shop, network bool, t *traffic) *runs {
+func newRuns(ctx context.Context, shop *driver.Driver, network bool, t *traffic) *runs {
 	return &runs{ctx: ctx, shop: shop, network: network, traffic: t, reports: map[int][]byte{}}
 }
 

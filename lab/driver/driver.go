@@ -20,10 +20,10 @@ import (
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
-// Shop is a running shop driven through its services' admin APIs: the
+// Driver drives a running shop through its services' admin APIs: the
 // in-process shop of a lab, or a deployment (docker compose, Kubernetes,
 // mercado serve all). It is the loadtest.Target every scenario runs against.
-type Shop struct {
+type Driver struct {
 	gateway string
 	// admin maps service names (gateway, orders, catalog, payments,
 	// shipping) to clients of their admin APIs.
@@ -34,13 +34,13 @@ type Shop struct {
 	network *admin.Client
 }
 
-var _ loadtest.NetworkTarget = (*Shop)(nil)
+var _ loadtest.NetworkTarget = (*Driver)(nil)
 
 // New drives the shop whose gateway serves at gateway and whose services'
 // admin APIs are at admin, by service name. token is the admin bearer
 // token, empty when the shop requires none.
-func New(gateway string, adminURLs map[string]string, token string) *Shop {
-	s := &Shop{gateway: strings.TrimSuffix(gateway, "/"), admin: map[string]admin.Client{}, token: token,
+func New(gateway string, adminURLs map[string]string, token string) *Driver {
+	s := &Driver{gateway: strings.TrimSuffix(gateway, "/"), admin: map[string]admin.Client{}, token: token,
 		client: &http.Client{Timeout: admin.DefaultTimeout}}
 	for name, url := range adminURLs {
 		s.add(name, url)
@@ -49,13 +49,13 @@ func New(gateway string, adminURLs map[string]string, token string) *Shop {
 }
 
 // add drives service name through its admin API at url.
-func (s *Shop) add(name, url string) {
+func (s *Driver) add(name, url string) {
 	s.admin[name] = admin.Client{URL: strings.TrimSuffix(url, "/"), Token: s.token, HTTP: s.client}
 }
 
 // Discover drives a running shop known by its gateway's URLs: the other
 // services' admin URLs are the gateway's peers (GET /admin/peers).
-func Discover(ctx context.Context, gateway, gatewayAdmin, token string) (*Shop, error) {
+func Discover(ctx context.Context, gateway, gatewayAdmin, token string) (*Driver, error) {
 	s := New(gateway, map[string]string{sim.ServiceGateway: gatewayAdmin}, token)
 	peers, err := s.admin[sim.ServiceGateway].Peers(ctx)
 	if err != nil {
@@ -68,10 +68,10 @@ func Discover(ctx context.Context, gateway, gatewayAdmin, token string) (*Shop, 
 }
 
 // URL is the gateway's base URL.
-func (s *Shop) URL() string { return s.gateway }
+func (s *Driver) URL() string { return s.gateway }
 
 // Services are the names of the services driven, sorted.
-func (s *Shop) Services() []string {
+func (s *Driver) Services() []string {
 	names := make([]string, 0, len(s.admin))
 	for name := range s.admin {
 		names = append(names, name)
@@ -83,7 +83,7 @@ func (s *Shop) Services() []string {
 // Switch puts the whole shop in mode m with the overrides on top, through
 // the gateway's admin API (which passes the switch on to every peer, and
 // resets breakers, pools and retry budgets).
-func (s *Shop) Switch(ctx context.Context, m mode.Mode, o mode.Overrides) error {
+func (s *Driver) Switch(ctx context.Context, m mode.Mode, o mode.Overrides) error {
 	if _, err := s.admin[sim.ServiceGateway].Switch(ctx, admin.ModeChange{Mode: m, Mechanisms: o}); err != nil {
 		return fmt.Errorf("switching to %s: %w", m, err)
 	}
@@ -93,7 +93,7 @@ func (s *Shop) Switch(ctx context.Context, m mode.Mode, o mode.Overrides) error 
 // SetFaults puts each service's faults in force, given in the --fault
 // syntax by service name ("CreateShipment:hang=5s"); services not named
 // have none.
-func (s *Shop) SetFaults(ctx context.Context, specs map[string]string) error {
+func (s *Driver) SetFaults(ctx context.Context, specs map[string]string) error {
 	sets := map[string]faults.Set{}
 	for svc, spec := range specs {
 		set, err := faults.Parse(spec)
@@ -107,7 +107,7 @@ func (s *Shop) SetFaults(ctx context.Context, specs map[string]string) error {
 
 // PutFaults puts each service's faults in force, by service name;
 // services not named have none.
-func (s *Shop) PutFaults(ctx context.Context, sets map[string]faults.Set) error {
+func (s *Driver) PutFaults(ctx context.Context, sets map[string]faults.Set) error {
 	for svc := range sets {
 		if _, ok := s.admin[svc]; !ok {
 			return fmt.Errorf("faults for %s: no admin URL for it", svc)
@@ -128,14 +128,14 @@ func (s *Shop) PutFaults(ctx context.Context, sets map[string]faults.Set) error 
 
 // UseNetwork drives the shop's fault proxies through the wire's admin API
 // at url (a shop served with --network-proxy: http://localhost:9085).
-func (s *Shop) UseNetwork(url string) {
+func (s *Driver) UseNetwork(url string) {
 	s.network = &admin.Client{URL: strings.TrimSuffix(url, "/"), Token: s.token, HTTP: s.client}
 }
 
 // SetNetwork puts each link's network faults in force, given in
 // internal/netfault's grammar by link ("orders-shipping": "stall"); the
 // links not named have none.
-func (s *Shop) SetNetwork(ctx context.Context, specs map[string]string) error {
+func (s *Driver) SetNetwork(ctx context.Context, specs map[string]string) error {
 	if s.network == nil {
 		return errors.New("network faults: this shop has no fault proxies (serve it with --network-proxy)")
 	}
@@ -174,7 +174,7 @@ func (s *Shop) SetNetwork(ctx context.Context, specs map[string]string) error {
 
 // Settle waits until no pool of any service holds or queues work, or for
 // at most limit.
-func (s *Shop) Settle(ctx context.Context, limit time.Duration) {
+func (s *Driver) Settle(ctx context.Context, limit time.Duration) {
 	end := time.Now().Add(limit)
 	for time.Now().Before(end) {
 		all, err := s.Scrape(ctx)
@@ -197,7 +197,7 @@ func (s *Shop) Settle(ctx context.Context, limit time.Duration) {
 }
 
 // Counters reads what every service has counted since it started.
-func (s *Shop) Counters(ctx context.Context) (loadtest.Counters, error) {
+func (s *Driver) Counters(ctx context.Context) (loadtest.Counters, error) {
 	all, err := s.Scrape(ctx)
 	if err != nil {
 		return loadtest.Counters{}, err
@@ -247,7 +247,7 @@ func (s *Shop) Counters(ctx context.Context) (loadtest.Counters, error) {
 }
 
 // Gauges reads every service's pool and breaker gauges.
-func (s *Shop) Gauges(ctx context.Context) (loadtest.Gauges, error) {
+func (s *Driver) Gauges(ctx context.Context) (loadtest.Gauges, error) {
 	all, err := s.Scrape(ctx)
 	if err != nil {
 		return loadtest.Gauges{}, err
@@ -268,7 +268,7 @@ func (s *Shop) Gauges(ctx context.Context) (loadtest.Gauges, error) {
 }
 
 // Scrape reads every service's /metrics, by service name.
-func (s *Shop) Scrape(ctx context.Context) (map[string]Families, error) {
+func (s *Driver) Scrape(ctx context.Context) (map[string]Families, error) {
 	out := map[string]Families{}
 	for svc, c := range s.admin {
 		f, err := Scrape(ctx, c)
@@ -291,7 +291,7 @@ type Charges struct {
 }
 
 // Charges reads payments' count of the charges it holds.
-func (s *Shop) Charges(ctx context.Context) (Charges, error) {
+func (s *Driver) Charges(ctx context.Context) (Charges, error) {
 	var c Charges
 	p, ok := s.admin[sim.ServicePayments]
 	if !ok {

@@ -78,7 +78,7 @@ func TestRefusingPaymentsMultipliesOnlyInNaiveMode(t *testing.T) {
 	}
 }
 
-func drive(s *shop.Shop) *driver.Shop {
+func drive(s *shop.Shop) *driver.Driver {
 	admin := map[string]string{}
 	for _, p := range s.Processes() {
 		admin[p.Name] = "http://" + p.AdminAddr
