@@ -103,22 +103,22 @@ func ServerChain(o ServerOptions) grpc.UnaryServerInterceptor {
 // EdgeOptions configure EdgeChain, the gateway's.
 type EdgeOptions struct {
 	ServerOptions
-	// Classes are the route classes that get a bulkhead each in budgeted
-	// mode (checkout, browse, status), of ClassSize workers each
+	// Routes are the route groups that get a bulkhead each in budgeted
+	// mode (checkout, browse, status), of RouteBulkhead workers each
 	// (DefaultBulkhead when zero).
-	Classes   []string
-	ClassSize int
+	Routes        []string
+	RouteBulkhead int
 	// Budget sets the default and the largest budget and the answer to a
 	// bad X-Deadline-Ms header; EdgeChain sets its Stamp and Hooks.
 	Budget deadline.EdgeOptions
 }
 
 // Edge is the gateway's chain, cut where the router picks a route: Request
-// runs on every request before routing, Route(class) after it, on the
-// routes of one class.
+// runs on every request before routing, Route(group) after it, on the
+// routes of one route group.
 type Edge struct {
 	Request []func(http.Handler) http.Handler
-	Route   func(class string) func(http.Handler) http.Handler
+	Route   func(group string) func(http.Handler) http.Handler
 }
 
 // EdgeChain returns the chain every public HTTP request passes, in the
@@ -142,7 +142,7 @@ type Edge struct {
 //
 // After routing (Edge.Route):
 //
-//  4. Pool: the request waits for a worker of its route's class
+//  4. Pool: the request waits for a worker of its route group
 //     (naive: one shared pool with an unbounded queue; budgeted: the
 //     route's own bulkhead, 503 when it is full — or when the request's
 //     traffic class already holds its share of it — and the budget checked
@@ -150,7 +150,7 @@ type Edge struct {
 func EdgeChain(o EdgeOptions) Edge {
 	pools := NewInbound(InboundOptions{
 		Service: o.Service, Settings: o.Settings, Metrics: o.Metrics,
-		Workers: o.Workers, MaxWait: o.MaxWait, Classes: o.Classes, ClassSize: o.ClassSize,
+		Workers: o.Workers, MaxWait: o.MaxWait, Routes: o.Routes, RouteBulkhead: o.RouteBulkhead,
 	})
 	budget := o.Budget
 	budget.Stamp = func(ctx context.Context) bool { return o.Settings.For(ctx).Mechanisms.EdgeDeadline }

@@ -7,7 +7,7 @@
 //     admission, detach (naive), a worker from the pool and the budget
 //     checked again after the wait.
 //   - EdgeChain, every public HTTP request at the gateway: the mode's
-//     snapshot, detach (naive), the edge's budget, and the route class's
+//     snapshot, detach (naive), the edge's budget, and the route group's
 //     pool.
 //   - ClientChain, every call to one dependency: retries, a pool slot
 //     (naive: one shared pool; budgeted: the dependency's own bulkhead),

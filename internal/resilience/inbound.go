@@ -23,18 +23,19 @@ const DefaultWorkers = 200
 // InboundOptions configure Inbound.
 type InboundOptions struct {
 	// Service names the service in messages. Its pools are named
-	// "shared" (naive), "workers" (budgeted) or after their class.
+	// "shared" (naive), "workers" (budgeted) or after their route group.
 	Service  string
 	Settings *mode.Live
 	Metrics  *telemetry.Metrics
 	// Workers is the shared pool's size (DefaultWorkers when zero).
 	Workers int
-	// Classes are the routes that get a bulkhead each in budgeted mode,
-	// such as checkout, browse and status at the gateway. Without classes,
-	// budgeted mode uses one pool of Workers with bounded waits.
-	Classes []string
-	// ClassSize is each class's bulkhead (DefaultBulkhead when zero).
-	ClassSize int
+	// Routes are the route groups that get a bulkhead each in budgeted
+	// mode, such as checkout, browse and status at the gateway. Without
+	// them, budgeted mode uses one pool of Workers with bounded waits.
+	Routes []string
+	// RouteBulkhead is each route group's bulkhead (DefaultBulkhead when
+	// zero).
+	RouteBulkhead int
 	// MaxWait bounds a budgeted wait for a worker (zero: fail at once when
 	// all are busy); the remaining budget bounds it too.
 	MaxWait time.Duration
@@ -44,8 +45,8 @@ type InboundOptions struct {
 type Inbound struct {
 	o       InboundOptions
 	shared  *PoolRef            // naive: one pool, unbounded FIFO queue
-	bounded *PoolRef            // budgeted, without classes
-	classes map[string]*PoolRef // budgeted: a bulkhead per class
+	bounded *PoolRef            // budgeted, without route groups
+	routes  map[string]*PoolRef // budgeted: a bulkhead per route group
 }
 
 // NewInbound returns the service's pools, registered with its metrics and
@@ -54,38 +55,38 @@ func NewInbound(o InboundOptions) *Inbound {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
-	if o.ClassSize <= 0 {
-		o.ClassSize = DefaultBulkhead
+	if o.RouteBulkhead <= 0 {
+		o.RouteBulkhead = DefaultBulkhead
 	}
-	in := &Inbound{o: o, classes: map[string]*PoolRef{}}
+	in := &Inbound{o: o, routes: map[string]*PoolRef{}}
 	in.shared = NewPoolRef(bulkhead.Settings{Name: "shared", Capacity: o.Workers, MaxWait: -1}, o.Metrics)
-	if len(o.Classes) == 0 {
+	if len(o.Routes) == 0 {
 		in.bounded = NewPoolRef(bulkhead.Settings{Name: "workers", Capacity: o.Workers, MaxWait: o.MaxWait}, o.Metrics)
 	}
-	for _, c := range o.Classes {
-		in.classes[c] = NewPoolRef(bulkhead.Settings{Name: c, Capacity: o.ClassSize, MaxWait: o.MaxWait}, o.Metrics)
+	for _, r := range o.Routes {
+		in.routes[r] = NewPoolRef(bulkhead.Settings{Name: r, Capacity: o.RouteBulkhead, MaxWait: o.MaxWait}, o.Metrics)
 	}
 	o.Settings.OnSwitch(func(mode.Settings) {
 		in.shared.Reset()
 		if in.bounded != nil {
 			in.bounded.Reset()
 		}
-		for _, r := range in.classes {
+		for _, r := range in.routes {
 			r.Reset()
 		}
 	})
 	return in
 }
 
-// pool picks the pool for a request of class.
-func (in *Inbound) pool(class string, m mode.Mechanisms) *PoolRef {
+// pool picks the pool for a request to route, a route group.
+func (in *Inbound) pool(route string, m mode.Mechanisms) *PoolRef {
 	switch {
 	case !m.Bulkheads:
 		return in.shared
 	case in.bounded != nil:
 		return in.bounded
 	}
-	if r, ok := in.classes[class]; ok {
+	if r, ok := in.routes[route]; ok {
 		return r
 	}
 	return in.shared
@@ -103,9 +104,9 @@ func acquire(ctx context.Context, pool *bulkhead.Pool, c deadline.Class) (time.D
 // admit waits for a worker and, in budgeted mode, checks the budget again
 // once one is free: time spent in the queue counts against the budget.
 // On success the caller must release the returned pool's slot.
-func (in *Inbound) admit(ctx context.Context, class string) (*bulkhead.Pool, *Rejection) {
+func (in *Inbound) admit(ctx context.Context, route string) (*bulkhead.Pool, *Rejection) {
 	s := in.o.Settings.For(ctx)
-	ref := in.pool(class, s.Mechanisms)
+	ref := in.pool(route, s.Mechanisms)
 	pool := ref.Pool()
 	traffic := s.Class(deadline.ClassOf(ctx))
 	if _, err := acquire(ctx, pool, traffic); err != nil {
@@ -141,13 +142,13 @@ func (in *Inbound) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	}
 }
 
-// Middleware makes every request of one HTTP route class wait for a
+// Middleware makes every request of one HTTP route group wait for a
 // worker: a 503 with Retry-After when the bulkhead is full, a 504 when the
 // budget ran out in the queue. It is the last step of EdgeChain.
-func (in *Inbound) Middleware(class string) func(http.Handler) http.Handler {
+func (in *Inbound) Middleware(route string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			pool, rej := in.admit(r.Context(), class)
+			pool, rej := in.admit(r.Context(), route)
 			if rej != nil {
 				if rej.Code == codes.ResourceExhausted {
 					problem.WriteRetry(w, r, http.StatusServiceUnavailable, rej.Message, time.Second)

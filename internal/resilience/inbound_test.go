@@ -48,12 +48,12 @@ func blocking(release chan struct{}) http.Handler {
 	})
 }
 
-// TestBulkheadsIsolateRouteClasses: in budgeted mode a full checkout
+// TestBulkheadsIsolateRouteGroups: in budgeted mode a full checkout
 // bulkhead answers 503 at once, while browse, on its own bulkhead, is
 // served.
-func TestBulkheadsIsolateRouteClasses(t *testing.T) {
+func TestBulkheadsIsolateRouteGroups(t *testing.T) {
 	live := settings(mode.Budgeted)
-	in := newTestInbound(t, live, InboundOptions{Classes: []string{"checkout", "browse"}, ClassSize: 2, MaxWait: 0})
+	in := newTestInbound(t, live, InboundOptions{Routes: []string{"checkout", "browse"}, RouteBulkhead: 2, MaxWait: 0})
 	release := make(chan struct{})
 	defer close(release)
 	checkout := in.Middleware("checkout")(blocking(release))
@@ -76,7 +76,7 @@ func TestBulkheadsIsolateRouteClasses(t *testing.T) {
 // every route, so when checkouts hold it, browse waits behind them.
 func TestNaiveSharedPoolStarvesEveryRoute(t *testing.T) {
 	live := settings(mode.Naive)
-	in := newTestInbound(t, live, InboundOptions{Classes: []string{"checkout", "browse"}, Workers: 2})
+	in := newTestInbound(t, live, InboundOptions{Routes: []string{"checkout", "browse"}, Workers: 2})
 	release := make(chan struct{})
 	hold(t, in.Middleware("checkout")(blocking(release)), 2, "/api/checkout")
 

@@ -17,8 +17,8 @@ func (s *server) routes() http.Handler {
 			Service: "gateway", Settings: s.settings, Metrics: s.kit.Metrics, Tracing: s.kit.Tracing, Log: s.kit.Log,
 			Workers: s.cfg.Resilience.Workers, MaxWait: s.cfg.Resilience.MaxWait,
 		},
-		Classes:   []string{classCheckout, classBrowse, classStatus, classExport},
-		ClassSize: s.cfg.Resilience.Bulkhead,
+		Routes:        []string{routeCheckout, routeBrowse, routeStatus, routeExport},
+		RouteBulkhead: s.cfg.Resilience.Bulkhead,
 		Budget: deadline.EdgeOptions{Default: s.cfg.Budget, Max: s.cfg.MaxBudget, Budgets: s.cfg.Budgets(),
 			Reject: rejectDeadline},
 	})
@@ -36,11 +36,11 @@ func (s *server) routes() http.Handler {
 	r.MethodNotAllowed(methodNotAllowed)
 
 	pool := edge.Route // a worker of the route's class: see EdgeChain
-	r.With(pool(classBrowse)).Get("/api/products", s.listProducts)
-	r.With(pool(classBrowse)).Get("/api/products/{sku}", s.getProduct)
-	r.With(pool(classCheckout)).Post("/api/checkout", s.checkout)
-	r.With(pool(classStatus)).Get("/api/orders/{id}", s.getOrder)
-	r.With(pool(classExport)).Get("/api/catalog/export", s.exportCatalog)
+	r.With(pool(routeBrowse)).Get("/api/products", s.listProducts)
+	r.With(pool(routeBrowse)).Get("/api/products/{sku}", s.getProduct)
+	r.With(pool(routeCheckout)).Post("/api/checkout", s.checkout)
+	r.With(pool(routeStatus)).Get("/api/orders/{id}", s.getOrder)
+	r.With(pool(routeExport)).Get("/api/catalog/export", s.exportCatalog)
 	return r
 }
 

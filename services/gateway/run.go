@@ -28,15 +28,15 @@ type server struct {
 	log      *slog.Logger
 }
 
-// Route classes: each gets its own bulkhead in budgeted mode, so a slow
+// Route groups: each gets its own bulkhead in budgeted mode, so a slow
 // checkout cannot take browsing down with it, nor an export the shop.
-// (Traffic classes — interactive, background, batch — are another thing:
-// see pkg/deadline's Class.)
+// (A class is something else: a request's traffic class — interactive,
+// background, batch — pkg/deadline's Class.)
 const (
-	classCheckout = "checkout"
-	classBrowse   = "browse"
-	classStatus   = "status"
-	classExport   = "export"
+	routeCheckout = "checkout"
+	routeBrowse   = "browse"
+	routeStatus   = "status"
+	routeExport   = "export"
 )
 
 // Start runs the gateway until ctx ends.
