@@ -67,6 +67,9 @@ type ordered interface {
 type Range[T ordered] struct {
 	Min, Max T
 	AboveMin bool
+	// any leaves the value unchecked here: a setting whose bounds depend
+	// on another's, checked by the configuration itself.
+	any bool
 }
 
 // Within is [lo, hi].
@@ -77,7 +80,13 @@ func Above[T ordered](lo, hi T) Range[T] {
 	return Range[T]{Min: lo, Max: hi, AboveMin: true}
 }
 
+// Any is every value: the configuration checks it against others.
+func Any[T ordered]() Range[T] { return Range[T]{any: true} }
+
 func (r Range[T]) check(v T) error {
+	if r.any {
+		return nil
+	}
 	if v > r.Max || v < r.Min || (r.AboveMin && v == r.Min) {
 		if r.AboveMin {
 			return fmt.Errorf("%v is outside (%s, %s]", v, bound(r.Min), bound(r.Max))

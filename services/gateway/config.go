@@ -13,6 +13,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/resilience"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/setting"
 	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
@@ -65,55 +66,60 @@ type Config struct {
 
 // DefaultConfig returns the configuration with every default filled in.
 func DefaultConfig() Config {
-	return Config{
-		Common:     serve.Defaults(DefaultAddr, DefaultAdminAddr),
-		OrdersAddr: "localhost:8081", CatalogAddr: "localhost:8082",
-		Budget: DefaultBudget, MaxBudget: DefaultMaxBudget,
-		Background: deadline.DefaultBudgets().Background, Batch: deadline.DefaultBudgets().Batch,
-		CatalogCap: DefaultCatalogCap, MaxBodyBytes: DefaultMaxBody,
-		AdminPeers: Peers{
-			{Name: "orders", URL: "http://localhost:9081"}, {Name: "catalog", URL: "http://localhost:9082"},
-			{Name: "payments", URL: "http://localhost:9083"}, {Name: "shipping", URL: "http://localhost:9084"},
-		},
+	c := Config{Common: serve.Defaults(DefaultAddr, DefaultAdminAddr)}
+	setting.Default(append(c.peerSettings(), c.edgeSettings()...)...)
+	return c
+}
+
+// peerSettings declares where the gateway finds the other services.
+func (c *Config) peerSettings() []setting.Setting {
+	return []setting.Setting{
+		setting.String(&c.OrdersAddr, "orders-addr", "localhost:8081", "orders' gRPC address", setting.NotEmpty),
+		setting.String(&c.CatalogAddr, "catalog-addr", "localhost:8082", "catalog's gRPC address", setting.NotEmpty),
+		setting.Var(&c.AdminPeers, "admin-peers",
+			"orders=http://localhost:9081,catalog=http://localhost:9082,payments=http://localhost:9083,shipping=http://localhost:9084",
+			"admin URLs a mode switch fans out to, as name=url,...", c.checkPeers),
+		setting.String(&c.NetworkAdmin, "network-admin", "",
+			"the wire's admin URL (mercado serve netproxy), for the console's network faults; empty: none", checkNetworkAdmin),
+	}
+}
+
+// edgeSettings declares what the gateway alone decides at the edge: the
+// budgets, its own caps and the largest body. The budgets are checked
+// against each other (Validate).
+func (c *Config) edgeSettings() []setting.Setting {
+	defaults := deadline.DefaultBudgets()
+	return []setting.Setting{
+		setting.Duration(&c.Budget, "budget", DefaultBudget, setting.Any[time.Duration](), "edge budget of a request without "+deadline.HeaderDeadline),
+		setting.Duration(&c.MaxBudget, "max-budget", DefaultMaxBudget, setting.Any[time.Duration](), "most a client may ask for with "+deadline.HeaderDeadline),
+		setting.Duration(&c.Background.Default, "background-budget", defaults.Background.Default, setting.Any[time.Duration](),
+			"edge budget of a background request ("+deadline.HeaderClass+": background) without "+deadline.HeaderDeadline),
+		setting.Duration(&c.Background.Max, "background-max-budget", defaults.Background.Max, setting.Any[time.Duration](),
+			"most a background request may ask for"),
+		setting.Duration(&c.Batch.Default, "batch-budget", defaults.Batch.Default, setting.Any[time.Duration](),
+			"edge budget of a batch request ("+deadline.HeaderClass+": batch) without "+deadline.HeaderDeadline),
+		setting.Duration(&c.Batch.Max, "batch-max-budget", defaults.Batch.Max, setting.Any[time.Duration](), "most a batch request may ask for"),
+		setting.Duration(&c.OrdersCap, "orders-cap", 0, setting.Within(0, time.Hour), "own timeout of each call to orders (0: none)"),
+		setting.Duration(&c.CatalogCap, "browse-cap", DefaultCatalogCap, setting.Within(0, time.Hour), "own timeout of each browse call to catalog (0: none)"),
+		setting.Int64(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBody, setting.Within[int64](1<<10, 10<<20), "largest request body accepted"),
 	}
 }
 
 // RegisterFlags binds c to flags on fs, keeping c's values as defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Common.RegisterFlags(fs)
-	fs.StringVar(&c.OrdersAddr, "orders-addr", c.OrdersAddr, "orders' gRPC address")
-	fs.StringVar(&c.CatalogAddr, "catalog-addr", c.CatalogAddr, "catalog's gRPC address")
+	setting.Register(fs, c.peerSettings()...)
 	c.RegisterEdgeFlags(fs)
-	fs.Var(&c.AdminPeers, "admin-peers", "admin URLs a mode switch fans out to, as name=url,...")
-	fs.StringVar(&c.NetworkAdmin, "network-admin", c.NetworkAdmin, "the wire's admin URL (mercado serve netproxy), for the console's network faults; empty: none")
 }
 
-// RegisterEdgeFlags binds what the gateway alone decides at the edge: the
-// budget, its own caps and the largest body. (`serve all` registers
-// these, and not the addresses, which it sets itself.)
-func (c *Config) RegisterEdgeFlags(fs *flag.FlagSet) {
-	fs.DurationVar(&c.Budget, "budget", c.Budget, "edge budget of a request without "+deadline.HeaderDeadline)
-	fs.DurationVar(&c.MaxBudget, "max-budget", c.MaxBudget, "most a client may ask for with "+deadline.HeaderDeadline)
-	fs.DurationVar(&c.Background.Default, "background-budget", c.Background.Default,
-		"edge budget of a background request ("+deadline.HeaderClass+": background) without "+deadline.HeaderDeadline)
-	fs.DurationVar(&c.Background.Max, "background-max-budget", c.Background.Max, "most a background request may ask for")
-	fs.DurationVar(&c.Batch.Default, "batch-budget", c.Batch.Default,
-		"edge budget of a batch request ("+deadline.HeaderClass+": batch) without "+deadline.HeaderDeadline)
-	fs.DurationVar(&c.Batch.Max, "batch-max-budget", c.Batch.Max, "most a batch request may ask for")
-	fs.DurationVar(&c.OrdersCap, "orders-cap", c.OrdersCap, "own timeout of each call to orders (0: none)")
-	fs.DurationVar(&c.CatalogCap, "browse-cap", c.CatalogCap, "own timeout of each browse call to catalog (0: none)")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest request body accepted")
-}
+// RegisterEdgeFlags binds what the gateway alone decides at the edge.
+// (`serve all` registers these, and not the addresses, which it sets
+// itself.)
+func (c *Config) RegisterEdgeFlags(fs *flag.FlagSet) { setting.Register(fs, c.edgeSettings()...) }
 
 // Validate reports every problem with c.
 func (c Config) Validate() error {
-	errs := []error{c.Common.Validate()}
-	if c.OrdersAddr == "" {
-		errs = append(errs, errors.New("orders-addr: must not be empty"))
-	}
-	if c.CatalogAddr == "" {
-		errs = append(errs, errors.New("catalog-addr: must not be empty"))
-	}
+	errs := []error{c.Common.Validate(), setting.Check(append(c.peerSettings(), c.edgeSettings()...)...)}
 	if c.Budget <= 0 || c.MaxBudget <= 0 {
 		errs = append(errs, errors.New("budget and max-budget: must be positive"))
 	} else if c.Budget > c.MaxBudget {
@@ -131,23 +137,30 @@ func (c Config) Validate() error {
 			c.Margin, c.Floor, c.Budget, deadline.HeaderDeadline))
 	}
 	errs = append(errs, c.checkClasses()...)
-	if c.OrdersCap < 0 || c.CatalogCap < 0 {
-		errs = append(errs, errors.New("orders-cap and browse-cap: must not be negative"))
-	}
+	return errors.Join(errs...)
+}
+
+// checkPeers reports a peer whose URL is not an http(s) one.
+func (c *Config) checkPeers() error {
+	var errs []error
 	for _, p := range c.AdminPeers {
-		if u, err := url.Parse(p.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("admin-peers: %s=%q is not an http(s) URL", p.Name, p.URL))
+		if !isHTTPURL(p.URL) {
+			errs = append(errs, fmt.Errorf("%s=%q is not an http(s) URL", p.Name, p.URL))
 		}
-	}
-	if c.NetworkAdmin != "" {
-		if u, err := url.Parse(c.NetworkAdmin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("network-admin: %q is not an http(s) URL", c.NetworkAdmin))
-		}
-	}
-	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 10<<20 {
-		errs = append(errs, fmt.Errorf("max-body-bytes: %d is outside 1 KiB to 10 MiB", c.MaxBodyBytes))
 	}
 	return errors.Join(errs...)
+}
+
+func checkNetworkAdmin(v string) error {
+	if v != "" && !isHTTPURL(v) {
+		return fmt.Errorf("%q is not an http(s) URL", v)
+	}
+	return nil
+}
+
+func isHTTPURL(v string) bool {
+	u, err := url.Parse(v)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // Budgets are the traffic classes' budgets at the edge.
