@@ -11,6 +11,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/netfault"
+	"github.com/mercado-lab/mercado/internal/setting"
 	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/loadtest"
 )
@@ -70,47 +71,41 @@ type CapstoneConfig struct {
 // per stage, the first 5 s of the fault with the connection from orders
 // to catalog stalled as well.
 func DefaultCapstone() CapstoneConfig {
-	return CapstoneConfig{
-		CheckoutRate: 100, BrowseRate: 20,
-		WarmUp: 5 * time.Second, Fault: 20 * time.Second,
-		Deadline: time.Second, Patience: 10 * time.Second,
-		Carrier: sim.ShippingCreateShipment + ":hang=10s",
-		Stall:   netfault.OrdersCatalog, StallFor: 5 * time.Second,
-		Margin:  DefaultSuggestMargin,
-		Workers: 200, BreakerOpen: 5 * time.Second,
+	var c CapstoneConfig
+	setting.Default(c.Settings()...)
+	return c
+}
+
+// Settings declares the capstone's settings, each once: its flag,
+// default, range and help. The stall's length and the margin are bounded
+// by the fault and the deadline: stall-for is checked in Validate, the
+// margin by checkMargin.
+func (c *CapstoneConfig) Settings() []setting.Setting {
+	return []setting.Setting{
+		setting.Float(&c.CheckoutRate, "checkout-rate", 100, setting.Above(0.0, 2000), "checkouts per second, open loop"),
+		setting.Float(&c.BrowseRate, "browse-rate", 20, setting.Above(0.0, 2000), "browses per second, open loop"),
+		setting.Duration(&c.WarmUp, "warm-up", 5*time.Second, setting.Within(time.Second, 10*time.Minute),
+			"each stage's healthy phase (stage 0's is what the suggest step reads)"),
+		setting.Duration(&c.Fault, "fault", 20*time.Second, setting.Within(time.Second, 10*time.Minute), "how long the fault is on in each stage"),
+		setting.Duration(&c.Deadline, "deadline", time.Second, setting.Within(10*time.Millisecond, time.Minute), "every client's deadline"),
+		setting.Duration(&c.Patience, "patience", 10*time.Second, setting.Within(0, 10*time.Minute),
+			"how long past its deadline a client still waits before it hangs up"),
+		setting.String(&c.Carrier, "carrier", sim.ShippingCreateShipment+":hang=10s",
+			"shipping's fault while the fault is on, in the --fault syntax", checkCarrier),
+		setting.String(&c.Stall, "stall", netfault.OrdersCatalog,
+			"the link whose connection stalls as the fault begins ("+netfault.LinkList()+"; empty for none)", checkStall),
+		setting.Duration(&c.StallFor, "stall-for", 5*time.Second, setting.Any[time.Duration](),
+			"how long the link stays stalled, from the fault's start (0 for no stall; shorter than --fault)"),
+		setting.Var(marginValue{&c.Margin}, "margin", DefaultSuggestMargin.String(),
+			"what the suggest step adds to each hop's healthy p99 to make its cap: a duration such as 100ms, or a share such as 20%", c.checkMargin),
+		setting.Int(&c.Workers, "workers", 200, setting.Within(1, 10_000), "each service's worker pool (shared by every route while bulkheads are off)"),
+		setting.Duration(&c.BreakerOpen, "breaker-open", 5*time.Second, setting.Above(0, time.Hour), "how long an open breaker stays open"),
 	}
 }
 
 // Validate reports every setting the lab cannot run, by flag name.
 func (c CapstoneConfig) Validate() error {
-	var errs []error
-	if c.CheckoutRate <= 0 || c.CheckoutRate > 2000 || c.BrowseRate <= 0 || c.BrowseRate > 2000 {
-		errs = append(errs, errors.New("checkout-rate and browse-rate: must be within (0, 2000] per second"))
-	}
-	if c.WarmUp < time.Second || c.WarmUp > 10*time.Minute {
-		errs = append(errs, fmt.Errorf("warm-up: %v is outside 1s to 10m", c.WarmUp))
-	}
-	if c.Fault < time.Second || c.Fault > 10*time.Minute {
-		errs = append(errs, fmt.Errorf("fault: %v is outside 1s to 10m", c.Fault))
-	}
-	if c.Deadline < 10*time.Millisecond || c.Deadline > time.Minute {
-		errs = append(errs, fmt.Errorf("deadline: %v is outside 10ms to 1m", c.Deadline))
-	}
-	if c.Patience < 0 || c.Patience > 10*time.Minute {
-		errs = append(errs, fmt.Errorf("patience: %v is outside 0 to 10m", c.Patience))
-	}
-	if set, err := faults.Parse(c.Carrier); err != nil {
-		errs = append(errs, fmt.Errorf("carrier: %w", err))
-	} else if len(set) == 0 {
-		errs = append(errs, errors.New("carrier: name a fault for shipping, such as CreateShipment:hang=10s"))
-	} else if err := set.CheckMethods(sim.ServiceShipping); err != nil {
-		errs = append(errs, fmt.Errorf("carrier: %w", err))
-	}
-	if c.Stall != "" {
-		if err := netfault.CheckLink(c.Stall); err != nil {
-			errs = append(errs, fmt.Errorf("stall: %w", err))
-		}
-	}
+	errs := []error{setting.Check(c.Settings()...)}
 	if c.StallFor < 0 || c.StallFor >= c.Fault {
 		// The carrier alone must follow the stall: clearing a stall closes
 		// its connections, and every call held on them is let go at once.
@@ -118,16 +113,56 @@ func (c CapstoneConfig) Validate() error {
 		// let go into a healthy one, they would count as served.
 		errs = append(errs, fmt.Errorf("stall-for: %v is outside 0 to the fault (%v), exclusive", c.StallFor, c.Fault))
 	}
-	if c.Margin.Fixed < 0 || c.Margin.Fixed > c.Deadline || c.Margin.Share < 0 || c.Margin.Share > 10 {
-		errs = append(errs, fmt.Errorf("margin: %v is outside 0 to the deadline (%v), or 0%% to 1000%%", c.Margin, c.Deadline))
-	}
-	if c.Workers < 1 || c.Workers > 10_000 {
-		errs = append(errs, fmt.Errorf("workers: %d is outside 1 to 10000", c.Workers))
-	}
-	if c.BreakerOpen <= 0 || c.BreakerOpen > time.Hour {
-		errs = append(errs, fmt.Errorf("breaker-open: %v is outside (0, 1h]", c.BreakerOpen))
-	}
 	return errors.Join(errs...)
+}
+
+// checkCarrier says what is wrong with a carrier fault: it must parse,
+// name one, and name shipping's methods only.
+func checkCarrier(carrier string) error {
+	set, err := faults.Parse(carrier)
+	switch {
+	case err != nil:
+		return err
+	case len(set) == 0:
+		return errors.New("name a fault for shipping, such as CreateShipment:hang=10s")
+	}
+	return set.CheckMethods(sim.ServiceShipping)
+}
+
+// checkStall says what is wrong with a stalled link: "" (none) or a link.
+func checkStall(link string) error {
+	if link == "" {
+		return nil
+	}
+	return netfault.CheckLink(link)
+}
+
+// checkMargin bounds the margin: a duration up to the deadline, or a
+// share up to 1000%.
+func (c *CapstoneConfig) checkMargin() error {
+	if c.Margin.Fixed < 0 || c.Margin.Fixed > c.Deadline || c.Margin.Share < 0 || c.Margin.Share > 10 {
+		return fmt.Errorf("%v is outside 0 to the deadline (%v), or 0%% to 1000%%", c.Margin, c.Deadline)
+	}
+	return nil
+}
+
+// marginValue is the margin as a flag: "100ms" or "20%".
+type marginValue struct{ m *budget.Margin }
+
+func (f marginValue) String() string {
+	if f.m == nil {
+		return ""
+	}
+	return f.m.String()
+}
+
+func (f marginValue) Set(s string) error {
+	m, err := budget.ParseMargin(s)
+	if err != nil {
+		return err
+	}
+	*f.m = m
+	return nil
 }
 
 // The capstone's phases, in every stage.
