@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/setting"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/loadtest"
 )
@@ -46,38 +48,54 @@ type CapacityConfig struct {
 }
 
 // DefaultCapacity searches both modes on the memory store for p99 ≤ 25 ms.
+// The modes and the clients' deadline are no settings of Settings: the
+// modes' flag is a list the command parses, and the deadline has no
+// flag.
 func DefaultCapacity() CapacityConfig {
-	return CapacityConfig{
-		Modes: []mode.Mode{mode.Naive, mode.Budgeted}, P99: 25 * time.Millisecond,
-		Step: 5 * time.Second, Start: 100, Max: 5000, Refine: 3, Deadline: time.Second,
-		DBMaxConns: serve.DefaultDBMaxConns,
+	c := CapacityConfig{Modes: []mode.Mode{mode.Naive, mode.Budgeted}, Deadline: time.Second}
+	setting.Default(c.Settings()...)
+	return c
+}
+
+// Settings declares the search's settings, each once: its flag, default,
+// range and help. A rate's range is the search's; that start is at most
+// max is checked in Validate.
+func (c *CapacityConfig) Settings() []setting.Setting {
+	return []setting.Setting{
+		setting.Var(&c.Mechanisms, "mechanisms", "", "switch single mechanisms on top of each mode, e.g. bulkheads=off,outbox=off",
+			func() error { return c.Mechanisms.Validate() }),
+		setting.String(&c.DatabaseURL, "database-url", "", "keep the services' state in this PostgreSQL database (default: in memory)", nil),
+		setting.Int(&c.DBMaxConns, "db-max-conns", serve.DefaultDBMaxConns, setting.Within(1, 1000), "each service's database pool, with --database-url"),
+		setting.Duration(&c.P99, "p99", 25*time.Millisecond, setting.Within(time.Millisecond, 10*time.Second),
+			"the p99 latency a sustained rate must stay within"),
+		setting.Duration(&c.Step, "step", 5*time.Second, setting.Within(500*time.Millisecond, 5*time.Minute), "how long each rate is held"),
+		setting.Float(&c.Start, "start", 100, setting.Within(1.0, 20_000),
+			"the first rate tried (checkouts/s); it doubles while rates hold, halves while they fail"),
+		setting.Float(&c.Max, "max", 5000, setting.Within(1.0, 20_000),
+			"the highest rate tried, the last step up (a shop that holds it is reported at the search's ceiling)"),
+		setting.Int(&c.Refine, "refine", 3, setting.Within(0, 10), "bisections between the highest rate that held and the lowest that failed"),
 	}
 }
 
-// Validate reports a configuration the lab cannot run.
+// Validate reports every problem with a configuration the lab cannot
+// run: its settings out of range, and those bounded by another.
 func (c CapacityConfig) Validate() error {
-	switch {
-	case len(c.Modes) == 0:
-		return fmt.Errorf("modes: at least one")
-	case c.P99 < time.Millisecond || c.P99 > 10*time.Second:
-		return fmt.Errorf("p99: %v is outside 1ms to 10s", c.P99)
-	case c.Step < 500*time.Millisecond || c.Step > 5*time.Minute:
-		return fmt.Errorf("step: %v is outside 500ms to 5m", c.Step)
-	case c.Start < 1 || c.Max < c.Start || c.Max > 20_000:
-		return fmt.Errorf("rates: want 1 ≤ start ≤ max ≤ 20000, got start %v, max %v", c.Start, c.Max)
-	case c.Refine < 0 || c.Refine > 10:
-		return fmt.Errorf("refine: %d is outside 0 to 10", c.Refine)
-	case c.Deadline < c.P99 || c.Deadline > time.Minute:
-		return fmt.Errorf("deadline: %v must be at least the p99 bound and at most 1m", c.Deadline)
-	case c.DBMaxConns < 1 || c.DBMaxConns > 1000:
-		return fmt.Errorf("db-max-conns: %d is outside 1 to 1000", c.DBMaxConns)
+	errs := []error{setting.Check(c.Settings()...)}
+	if c.Max < c.Start {
+		errs = append(errs, fmt.Errorf("max: %v is below start (%v)", c.Max, c.Start))
+	}
+	if c.Deadline < c.P99 || c.Deadline > time.Minute {
+		errs = append(errs, fmt.Errorf("deadline: %v must be at least the p99 bound and at most 1m", c.Deadline))
+	}
+	if len(c.Modes) == 0 {
+		errs = append(errs, errors.New("modes: at least one"))
 	}
 	for _, m := range c.Modes {
 		if _, err := mode.Parse(string(m)); err != nil {
-			return err
+			errs = append(errs, fmt.Errorf("modes: %w", err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // CapacityStep is one rate held for one step.

@@ -232,15 +232,10 @@ func runCapacity(ctx context.Context, args []string, getenv func(string) string,
 	cfg := lab.DefaultCapacity()
 	fs, asJSON := labFlags("capacity", stderr)
 	quick := fs.Bool("quick", false, "1 s per rate and one refinement (for CI: a smoke test, not a measurement)")
-	modes := fs.String("modes", "naive,budgeted", "the modes to search, comma-separated")
-	fs.Var(&cfg.Mechanisms, "mechanisms", "switch single mechanisms on top of each mode, e.g. bulkheads=off,outbox=off")
-	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "keep the services' state in this PostgreSQL database (default: in memory)")
-	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "each service's database pool, with --database-url")
-	fs.DurationVar(&cfg.P99, "p99", cfg.P99, "the p99 latency a sustained rate must stay within")
-	fs.DurationVar(&cfg.Step, "step", cfg.Step, "how long each rate is held")
-	fs.Float64Var(&cfg.Start, "start", cfg.Start, "the first rate tried (checkouts/s); it doubles while rates hold, halves while they fail")
-	fs.Float64Var(&cfg.Max, "max", cfg.Max, "the highest rate tried, the last step up (a shop that holds it is reported at the search's ceiling)")
-	fs.IntVar(&cfg.Refine, "refine", cfg.Refine, "bisections between the highest rate that held and the lowest that failed")
+	// The modes are a list the flag gives as text: a string flag, its
+	// default the configuration's.
+	modes := fs.String("modes", modeList(cfg.Modes), "the modes to search, comma-separated")
+	setting.Register(fs, cfg.Settings()...)
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err
 	}
@@ -268,4 +263,13 @@ func runCapacity(ctx context.Context, args []string, getenv func(string) string,
 	}
 	res.WriteTable(stdout)
 	return nil
+}
+
+// modeList is modes as --modes takes them: comma-separated.
+func modeList(modes []mode.Mode) string {
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = string(m)
+	}
+	return strings.Join(names, ",")
 }
