@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/setting"
 	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/loadtest"
 	"github.com/mercado-lab/mercado/loadtest/report"
@@ -76,25 +78,39 @@ func DefaultIsolation() (IsolationConfig, error) {
 	}, nil
 }
 
-// Validate reports a configuration the lab cannot run.
-func (c IsolationConfig) Validate() error {
-	switch {
-	case c.CheckoutRate <= 0 || c.CheckoutRate > 2000 || c.BrowseRate <= 0 || c.BrowseRate > 2000:
-		return fmt.Errorf("rates must be within (0, 2000] per second")
-	case c.Duration < time.Second || c.Duration > 10*time.Minute:
-		return fmt.Errorf("duration: %v is outside 1s to 10m", c.Duration)
-	case c.WarmUp < time.Second || c.WarmUp > 10*time.Minute || c.Recovery < time.Second || c.Recovery > 10*time.Minute:
-		return fmt.Errorf("the warm-up and the recovery must be within 1s to 10m")
-	case c.Deadline < 10*time.Millisecond || c.Deadline > time.Minute:
-		return fmt.Errorf("deadline: %v is outside 10ms to 1m", c.Deadline)
-	case c.Hang <= 0 || c.Hang > 10*time.Minute:
-		return fmt.Errorf("hang: %v is outside (0, 10m]", c.Hang)
-	case c.BreakerOpen <= 0 || c.BreakerOpen > time.Hour:
-		return fmt.Errorf("breaker-open: %v is outside (0, 1h]", c.BreakerOpen)
-	case c.Workers < 1 || c.Workers > 10_000:
-		return fmt.Errorf("workers: %d is outside 1 to 10000", c.Workers)
+// Settings declares the drill's settings, each once: its flag, range and
+// help. Their defaults are the drill76 scenario's, which DefaultIsolation
+// reads from its file, so each setting's default is the field's value as
+// it stands: list the settings of a config DefaultIsolation filled (the
+// flags' defaults are the fields' values anyway), and leave
+// setting.Default alone. The warm-up and the recovery have no flags:
+// Validate checks them.
+func (c *IsolationConfig) Settings() []setting.Setting {
+	return []setting.Setting{
+		setting.Float(&c.CheckoutRate, "checkout-rate", c.CheckoutRate, setting.Above(0.0, 2000), "checkouts per second, open loop"),
+		setting.Float(&c.BrowseRate, "browse-rate", c.BrowseRate, setting.Above(0.0, 2000), "browses per second, open loop"),
+		setting.Duration(&c.Duration, "duration", c.Duration, setting.Within(time.Second, 10*time.Minute),
+			"how long the carrier hangs in each mode, between the drill's calm phases"),
+		setting.Duration(&c.Deadline, "deadline", c.Deadline, setting.Within(10*time.Millisecond, time.Minute), "every client's deadline"),
+		setting.Duration(&c.Hang, "hang", c.Hang, setting.Above(0, 10*time.Minute), "how long the slow carrier takes to answer"),
+		setting.Duration(&c.BreakerOpen, "breaker-open", c.BreakerOpen, setting.Above(0, time.Hour), "how long an open breaker stays open"),
+		setting.Int(&c.Workers, "workers", c.Workers, setting.Within(1, 10_000), "each service's worker pool (naive: shared by every route)"),
 	}
-	return nil
+}
+
+// Validate reports every problem with a configuration the lab cannot
+// run.
+func (c IsolationConfig) Validate() error {
+	errs := []error{setting.Check(c.Settings()...)}
+	for _, p := range []struct {
+		name string
+		d    time.Duration
+	}{{"warm-up", c.WarmUp}, {"recovery", c.Recovery}} {
+		if p.d < time.Second || p.d > 10*time.Minute {
+			errs = append(errs, fmt.Errorf("%s: %v is outside 1s to 10m", p.name, p.d))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Scenario is the drill76 scenario with c's knobs turned.

@@ -211,3 +211,20 @@ func TestIsolationView(t *testing.T) {
 		t.Error("a run without naive was read")
 	}
 }
+
+// TestIsolationConfigValidate: every problem is reported, each by its
+// flag's name (the calm phases, which have no flag, by theirs).
+func TestIsolationConfigValidate(t *testing.T) {
+	cfg, err := DefaultIsolation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	cfg.BrowseRate, cfg.Workers, cfg.Recovery = 3000, 0, 0
+	want := "browse-rate: 3000 is outside (0, 2000]\nworkers: 0 is outside 1 to 10000\nrecovery: 0s is outside 1s to 10m"
+	if err := cfg.Validate(); err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v, want\n%s", err, want)
+	}
+}

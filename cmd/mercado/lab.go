@@ -120,13 +120,7 @@ func runIsolation(ctx context.Context, args []string, getenv func(string) string
 	}
 	fs, asJSON := labFlags("isolation", stderr)
 	out := pageFlag(fs)
-	fs.Float64Var(&cfg.CheckoutRate, "checkout-rate", cfg.CheckoutRate, "checkouts per second, open loop")
-	fs.Float64Var(&cfg.BrowseRate, "browse-rate", cfg.BrowseRate, "browses per second, open loop")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the carrier hangs in each mode, between the drill's calm phases")
-	fs.DurationVar(&cfg.Deadline, "deadline", cfg.Deadline, "every client's deadline")
-	fs.DurationVar(&cfg.Hang, "hang", cfg.Hang, "how long the slow carrier takes to answer")
-	fs.DurationVar(&cfg.BreakerOpen, "breaker-open", cfg.BreakerOpen, "how long an open breaker stays open")
-	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "each service's worker pool (naive: shared by every route)")
+	setting.Register(fs, cfg.Settings()...)
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err
 	}
