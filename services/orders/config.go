@@ -11,8 +11,8 @@ import (
 
 // Defaults: listen addresses from the port table in docs/deploy.md (the
 // admin API on loopback, out of other machines' reach unless told
-// otherwise), and each dependency's own cap, lesson 7's local timeouts
-// (each one a dependency's p99 with room to spare).
+// otherwise), and each dependency's own cap (what lesson 7 calls a local
+// timeout: each one a dependency's p99 with room to spare).
 const (
 	DefaultAddr      = ":8081"
 	DefaultAdminAddr = "127.0.0.1:9081"
@@ -23,7 +23,7 @@ const (
 	// it 300 ms.
 	DefaultFraudCap    = 300 * time.Millisecond
 	DefaultShippingCap = 300 * time.Millisecond
-	// DefaultEstimateCap is the delivery estimate's short slice: an
+	// DefaultEstimateCap is the delivery estimate's short cap: an
 	// optional call gets little, so that it never holds the answer (the
 	// carrier quotes in a few milliseconds when well).
 	DefaultEstimateCap = 150 * time.Millisecond
@@ -37,7 +37,7 @@ type Config struct {
 	// Each dependency's own timeout cap. The fraud screen is payments'
 	// (at PaymentsAddr) but a dependency of its own, with its own cap.
 	CatalogCap, FraudCap, PaymentsCap, ShippingCap time.Duration
-	// EstimateCap is the slice of the optional delivery estimate.
+	// EstimateCap is the cap of the optional delivery estimate.
 	EstimateCap time.Duration
 }
 
@@ -63,7 +63,7 @@ func (c *Config) capSettings() []setting.Setting {
 	var ss []setting.Setting
 	for _, d := range graph(c) {
 		if d.Flag != "" {
-			ss = append(ss, setting.Duration(d.slice, d.Flag, d.def, setting.Above(0, time.Hour), d.usage))
+			ss = append(ss, setting.Duration(d.capVar, d.Flag, d.def, setting.Above(0, time.Hour), d.usage))
 		}
 	}
 	return ss

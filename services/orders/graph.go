@@ -17,8 +17,8 @@ import (
 // The checkout's dependencies and what the failure of each does to it,
 // declared once (docs/criticality.md). The allocation rules they follow:
 //
-//   - critical: its failure fails the request; it gets the generous slice;
-//   - optional: a short slice and a default value on expiry, so the answer
+//   - critical: its failure fails the request; it gets the generous cap;
+//   - optional: a short cap and a default value on expiry, so the answer
 //     degrades rather than fails (optional.go);
 //   - deferred: needed, but not before the answer; the outbox does it
 //     later (Service.ship, FlushOutbox);
@@ -53,9 +53,10 @@ type Dependency struct {
 	// the docs write it, "catalog.ReserveStock".
 	Method, Call string
 	Criticality  Criticality
-	// Slice is the call's own cap, clipped to the budget in budgeted mode.
-	Slice time.Duration
-	// Flag is the flag that sets Slice; empty when Slice is fixed.
+	// Cap is the call's own timeout, clipped to the budget in budgeted
+	// mode: there the call's timeout is min(cap, remaining − margin).
+	Cap time.Duration
+	// Flag is the flag that sets Cap; empty when Cap is fixed.
 	Flag string
 	// Retried says whether orders, the one layer that retries in
 	// budgeted mode, retries the call within the budget.
@@ -66,12 +67,12 @@ type Dependency struct {
 	// OnFailure says what the dependency's failure does, as declared.
 	OnFailure string
 
-	// addr is the address the call is dialled at, slice the setting
-	// Slice is read from, def its default and usage the flag's help.
-	addr  *string
-	slice *time.Duration
-	def   time.Duration
-	usage string
+	// addr is the address the call is dialled at, capVar the setting
+	// Cap is read from, def its default and usage the flag's help.
+	addr   *string
+	capVar *time.Duration
+	def    time.Duration
+	usage  string
 }
 
 // Graph is the checkout's dependencies under cfg, in the order a checkout
@@ -83,32 +84,32 @@ func Graph(cfg Config) []Dependency { return graph(&cfg) }
 // but each is a dependency of its own: its own cap, bulkhead and breaker,
 // so a slow screen does not take the charges' slots, nor a hung quote open
 // the bookings' breaker. The optional estimate gets one try in its short
-// slice, and the audit queue does its own retrying, with backoff, outside
+// cap, and the audit queue does its own retrying, with backoff, outside
 // any request; the rest are retried within the budget.
 func graph(c *Config) []Dependency {
 	audit := AuditTimeout
 	ds := []Dependency{
 		{Name: "catalog", Method: catalogv1.CatalogService_ReserveStock_FullMethodName, Criticality: Critical,
-			addr: &c.CatalogAddr, slice: &c.CatalogCap, def: DefaultCatalogCap, Flag: "catalog-cap", usage: "own timeout of each call to catalog", Retried: true,
+			addr: &c.CatalogAddr, capVar: &c.CatalogCap, def: DefaultCatalogCap, Flag: "catalog-cap", usage: "own timeout of each call to catalog", Retried: true,
 			OnFailure: "the checkout fails and nothing is charged"},
 		{Name: "fraud", Method: paymentsv1.PaymentsService_ScreenOrder_FullMethodName, Criticality: Critical,
-			addr: &c.PaymentsAddr, slice: &c.FraudCap, def: DefaultFraudCap, Flag: "fraud-cap", usage: "own timeout of each call to payments' fraud screen", Retried: true,
+			addr: &c.PaymentsAddr, capVar: &c.FraudCap, def: DefaultFraudCap, Flag: "fraud-cap", usage: "own timeout of each call to payments' fraud screen", Retried: true,
 			OnFailure: "the checkout fails and nothing is charged; a declined order is never charged"},
 		{Name: "payments", Method: paymentsv1.PaymentsService_CreateCharge_FullMethodName, Criticality: Critical,
-			addr: &c.PaymentsAddr, slice: &c.PaymentsCap, def: DefaultPaymentsCap, Flag: "payments-cap", usage: "own timeout of each call to payments", Retried: true,
+			addr: &c.PaymentsAddr, capVar: &c.PaymentsCap, def: DefaultPaymentsCap, Flag: "payments-cap", usage: "own timeout of each call to payments", Retried: true,
 			OnFailure: "the checkout fails, or is left payment_pending for the reconciler when the charge's outcome is unknown"},
 		{Name: "shipping", Method: shippingv1.ShippingService_CreateShipment_FullMethodName, Criticality: Deferred, Mechanism: "outbox",
-			addr: &c.ShippingAddr, slice: &c.ShippingCap, def: DefaultShippingCap, Flag: "shipping-cap", usage: "own timeout of each call to shipping", Retried: true,
+			addr: &c.ShippingAddr, capVar: &c.ShippingCap, def: DefaultShippingCap, Flag: "shipping-cap", usage: "own timeout of each call to shipping", Retried: true,
 			OnFailure: "the order is confirmed with its shipment pending, and the outbox books it later"},
 		{Name: estimateDep, Method: shippingv1.ShippingService_EstimateDelivery_FullMethodName, Criticality: Optional, Mechanism: "criticality",
-			addr: &c.ShippingAddr, slice: &c.EstimateCap, def: DefaultEstimateCap, Flag: "estimate-cap", usage: "slice of the optional delivery estimate (budgeted: the answer's default on expiry)",
+			addr: &c.ShippingAddr, capVar: &c.EstimateCap, def: DefaultEstimateCap, Flag: "estimate-cap", usage: "own timeout of the optional delivery estimate (budgeted: the answer's default on expiry)",
 			OnFailure: fmt.Sprintf("the answer carries the default delivery estimate (%s) and degraded: [%q]", DefaultDeliveryEstimate, PartDeliveryEstimate)},
 		{Name: auditDep, Method: paymentsv1.PaymentsService_RecordAudit_FullMethodName, Criticality: FireForward, Mechanism: "criticality",
-			addr: &c.PaymentsAddr, slice: &audit,
+			addr: &c.PaymentsAddr, capVar: &audit,
 			OnFailure: "the queue's worker tries again with backoff while the event lives; nothing waits for it"},
 	}
 	for i := range ds {
-		ds[i].Slice = *ds[i].slice
+		ds[i].Cap = *ds[i].capVar
 		ds[i].Call = callName(ds[i].Method)
 	}
 	return ds
@@ -170,7 +171,7 @@ type DependencyView struct {
 	Name        string      `json:"name"`
 	Call        string      `json:"call"`
 	Criticality Criticality `json:"criticality"`
-	SliceMS     int64       `json:"slice_ms"`
+	CapMS       int64       `json:"cap_ms"`
 	Mechanism   string      `json:"mechanism,omitempty"`
 	// Now is what the mode in force does with it: its criticality, or
 	// critical when the mechanism behind it is off.
@@ -186,7 +187,7 @@ type DependencyView struct {
 func graphView(cfg Config, audit AuditSettings, s mode.Settings) GraphView {
 	v := GraphView{Service: "orders", Mode: s.Mode}
 	for _, d := range Graph(cfg) {
-		dv := DependencyView{Name: d.Name, Call: d.Call, Criticality: d.Criticality, SliceMS: d.Slice.Milliseconds(),
+		dv := DependencyView{Name: d.Name, Call: d.Call, Criticality: d.Criticality, CapMS: d.Cap.Milliseconds(),
 			Mechanism: d.Mechanism, Now: d.treatment(s.Mechanisms), OnFailure: d.OnFailure}
 		switch d.Criticality {
 		case Optional:

@@ -50,16 +50,16 @@ func TestGraphTreatments(t *testing.T) {
 	for _, d := range v.Dependencies {
 		switch d.Name {
 		case "estimate":
-			if d.SliceMS != 150 || d.Default != "3–5 business days" {
-				t.Errorf("estimate: slice %d ms, default %q; want 150 ms and 3–5 business days", d.SliceMS, d.Default)
+			if d.CapMS != 150 || d.Default != "3–5 business days" {
+				t.Errorf("estimate: cap %d ms, default %q; want 150 ms and 3–5 business days", d.CapMS, d.Default)
 			}
 		case "audit":
-			if d.SliceMS != orders.AuditTimeout.Milliseconds() || d.LifetimeMS != orders.DefaultAuditSettings().Lifetime.Milliseconds() {
-				t.Errorf("audit: slice %d ms, lifetime %d ms", d.SliceMS, d.LifetimeMS)
+			if d.CapMS != orders.AuditTimeout.Milliseconds() || d.LifetimeMS != orders.DefaultAuditSettings().Lifetime.Milliseconds() {
+				t.Errorf("audit: cap %d ms, lifetime %d ms", d.CapMS, d.LifetimeMS)
 			}
 		case "catalog":
-			if d.SliceMS != cfg.CatalogCap.Milliseconds() {
-				t.Errorf("catalog: slice %d ms, want its cap", d.SliceMS)
+			if d.CapMS != cfg.CatalogCap.Milliseconds() {
+				t.Errorf("catalog: cap %d ms, want its --catalog-cap", d.CapMS)
 			}
 		}
 	}

@@ -11,11 +11,11 @@ import (
 )
 
 // The delivery estimate is the checkout's optional dependency (graph.go):
-// "give it a short slice and a default value on expiry, so the response
-// degrades rather than fails".
+// it gets a short cap and a default value on expiry, so the response
+// degrades rather than fails.
 //
 // With the Criticality mechanism on, the estimate is asked as the checkout
-// starts, beside the critical path, with its own slice (--estimate-cap,
+// starts, beside the critical path, with its own cap (--estimate-cap,
 // clipped to the budget like every call) and its own bulkhead and breaker.
 // The answer never waits for it: when the critical path is done, an
 // estimate that has come back is used, and one that has not — still
@@ -24,7 +24,7 @@ import (
 // estimate can never push the checkout past its deadline, nor make it
 // any slower than the critical path.
 //
-// A call still running when the answer goes keeps its slice (it holds the
+// A call still running when the answer goes keeps its timeout (it holds the
 // request's deadline, not its cancellation): its outcome still reaches the
 // breaker, which opens on a hung estimate and spares the carrier the calls
 // that follow. Off, the estimate is critical and in line, after the
@@ -51,7 +51,7 @@ func (s *Service) askEstimate(ctx context.Context, o Order) *quote {
 	q := &quote{done: make(chan struct{})}
 	// The request's values (its mode snapshot, its hop recorder, its span)
 	// and its deadline, but not its cancellation: the answer leaving does
-	// not cut the call's own slice short.
+	// not cut the call's timeout short.
 	ectx := context.WithoutCancel(ctx)
 	cancel := context.CancelFunc(func() {})
 	if dl, ok := ctx.Deadline(); ok {

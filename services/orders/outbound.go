@@ -59,7 +59,7 @@ func newChains(kit *serve.Kit, cfg Config) map[string]grpc.UnaryClientIntercepto
 	// min(cap, remaining − margin), naive the cap, fragile none.
 	for _, d := range Graph(cfg) {
 		chains[d.Name] = resilience.ClientChain(resilience.NewOutbound(resilience.OutboundOptions{
-			Name: d.Name, Cap: d.Slice, HopName: hopName,
+			Name: d.Name, Cap: d.Cap, HopName: hopName,
 			Settings: kit.Settings, Metrics: kit.Metrics, Tracing: kit.Tracing, Log: kit.Log,
 			Shared:       shared,
 			Bulkhead:     bulkhead.Settings{Capacity: r.Bulkhead, MaxWait: r.MaxWait},
@@ -92,7 +92,7 @@ func (c Config) Calls(s mode.Settings) []budgetcheck.Call {
 			setting = "--" + d.Flag
 		}
 		out = append(out, budgetcheck.Call{
-			From: "orders", To: to, Dep: d.Name, Setting: setting, Cap: s.Cap(d.Slice),
+			From: "orders", To: to, Dep: d.Name, Setting: setting, Cap: s.Cap(d.Cap),
 			Attempts:    resilience.Attempts(s, true, d.Retried),
 			Criticality: string(crit), Stage: stage, Parallel: stage == 1 && parallel,
 			Route: "Checkout", Method: method,
