@@ -132,13 +132,14 @@ var figureService = map[string]string{"duplicate_charges_per_request": sim.Servi
 // given the requests of the check's class sent in it; ok is false when
 // the hop gives no such figure (it made no calls).
 //
-//   - headroom_ms: the hop's slice minus the p99 of its calls
+//   - headroom_ms: the hop's cap minus the p99 of its calls
 //     (ServerFigures.HeadroomMS) — the recording rule
 //     mercado:hop_headroom_seconds, in milliseconds, over the span; not
 //     divided by anything.
-//   - slice_ms: the hop's slice at the end of the span, the cap its calls
-//     are given (ServerFigures.SliceMS); 0 for a hop with none, as in the
-//     fragile preset, where there is no headroom to alert on.
+//   - cap_ms: the hop's cap at the end of the span, its calls' own
+//     timeout (ServerFigures.CapMS); 0 for a hop with none, as in the
+//     fragile preset, where there is no headroom to alert on. slice_ms,
+//     its old name, is still accepted (deprecatedFigures).
 //   - timeouts_per_request: the hop's calls a deadline ended, its own cap
 //     or the caller's budget (ServerFigures.HopTimeouts), per request of
 //     the class: where DeadlineExceeded was counted.
@@ -149,8 +150,8 @@ var HopFigureNames = map[string]func(f ServerFigures, hop string, requests int) 
 		v, ok := f.HeadroomMS[hop]
 		return v, ok
 	},
-	"slice_ms": func(f ServerFigures, hop string, _ int) (float64, bool) {
-		return f.SliceMS[hop], f.HopCalls[hop] > 0
+	"cap_ms": func(f ServerFigures, hop string, _ int) (float64, bool) {
+		return f.CapMS[hop], f.HopCalls[hop] > 0
 	},
 	"timeouts_per_request": func(f ServerFigures, hop string, requests int) (float64, bool) {
 		if f.HopCalls[hop] == 0 || requests == 0 {
@@ -161,6 +162,21 @@ var HopFigureNames = map[string]func(f ServerFigures, hop string, requests int) 
 	"breaker_opens": func(f ServerFigures, hop string, _ int) (float64, bool) {
 		return f.HopBreakerOpens[hop], f.HopCalls[hop] > 0
 	},
+}
+
+// deprecatedFigures are the old names of figures, still accepted in a
+// check and read as the name each maps to. Deprecated: slice_ms is
+// cap_ms's name from when the lab called a call's cap its slice; write
+// cap_ms.
+var deprecatedFigures = map[string]string{"slice_ms": "cap_ms"}
+
+// figureName is the name c's figure is read by: c.Figure, or the figure
+// a deprecated name stands for.
+func (c Check) figureName() string {
+	if name, ok := deprecatedFigures[c.Figure]; ok {
+		return name
+	}
+	return c.Figure
 }
 
 // PoolFigureNames are the figures of a service's pools over a span, read
@@ -207,7 +223,7 @@ func (c Check) validate(s Scenario) error {
 	}
 	_, client := Figures[c.Figure]
 	_, server := ServerFigureNames[c.Figure]
-	_, hop := HopFigureNames[c.Figure]
+	_, hop := HopFigureNames[c.figureName()]
 	_, pool := PoolFigureNames[c.Figure]
 	switch {
 	case !client && !server && !hop && !pool:
@@ -339,10 +355,10 @@ func (r Results) figure(mode, phase string, c Check) (float64, error) {
 		}
 		return v, nil
 	}
-	if f, ok := HopFigureNames[c.Figure]; ok {
+	if f, ok := HopFigureNames[c.figureName()]; ok {
 		v, ok := f(server, c.Service+"/"+c.Dep, requests)
 		if !ok {
-			return math.NaN(), fmt.Errorf("%s → %s made no calls in %s mode (or, for headroom_ms, none with a slice)", c.Service, c.Dep, mode)
+			return math.NaN(), fmt.Errorf("%s → %s made no calls in %s mode (or, for headroom_ms, none with a cap)", c.Service, c.Dep, mode)
 		}
 		return v, nil
 	}

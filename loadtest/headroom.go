@@ -73,8 +73,8 @@ func (h Histogram) Quantile(q float64) float64 {
 
 // headroomMS is a hop's headroom over a span, computed as the recording
 // rule mercado:hop_headroom_seconds (deploy/prometheus/alerts.yml) does
-// over its window: the hop's slice minus the p99 of the calls it made in
-// the span, in milliseconds. ok is false for a hop without a slice or
+// over its window: the hop's cap minus the p99 of the calls it made in
+// the span, in milliseconds. ok is false for a hop without a cap or
 // without calls.
 func headroomMS(capSeconds float64, before, after Histogram) (ms float64, ok bool) {
 	if capSeconds <= 0 {

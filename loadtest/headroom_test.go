@@ -40,9 +40,9 @@ func TestQuantileAsPrometheus(t *testing.T) {
 	}
 }
 
-// TestHeadroomOverASpan: a hop's headroom is its slice minus the p99 of
+// TestHeadroomOverASpan: a hop's headroom is its cap minus the p99 of
 // the calls made between two readings, not since the start; a hop
-// without a slice or without calls has none.
+// without a cap or without calls has none.
 func TestHeadroomOverASpan(t *testing.T) {
 	bounds := []float64{0.2, 0.3, 0.5, inf}
 	before := Histogram{bounds, []float64{1000, 1000, 1000, 1000}} // fast calls, before the span
@@ -55,7 +55,7 @@ func TestHeadroomOverASpan(t *testing.T) {
 		t.Errorf("headroom of the fast calls = %v, %v; want 102 ms (0.3 − p99 0.198, interpolated in the first bucket)", ms, ok)
 	}
 	if _, ok := headroomMS(0, before, after); ok {
-		t.Error("a hop without a slice has a headroom")
+		t.Error("a hop without a cap has a headroom")
 	}
 	if _, ok := headroomMS(0.3, after, after); ok {
 		t.Error("a hop without calls in the span has a headroom")
@@ -69,7 +69,7 @@ func TestHeadroomOverASpan(t *testing.T) {
 		t.Errorf("ServerFigures.HeadroomMS[orders/catalog] = %v, %v; want -133.3", v, ok)
 	}
 	if _, ok := s.HeadroomMS["orders/audit"]; ok {
-		t.Error("ServerFigures.HeadroomMS has orders/audit, which has no slice")
+		t.Error("ServerFigures.HeadroomMS has orders/audit, which has no cap")
 	}
 }
 

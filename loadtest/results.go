@@ -158,15 +158,15 @@ type ServerFigures struct {
 	// DuplicateCharges are charges beyond one per logical checkout.
 	DuplicateCharges float64 `json:"duplicate_charges"`
 	// HeadroomMS is each hop's headroom over the span, by "service/dep":
-	// its slice minus the p99 of the calls it made, computed as the
+	// its cap minus the p99 of the calls it made, computed as the
 	// recording rule mercado:hop_headroom_seconds does. Negative: more
 	// than 1% of its calls ended at the cap.
 	HeadroomMS map[string]float64 `json:"headroom_ms,omitempty"`
-	// SliceMS is each hop's slice at the end of the span, by
-	// "service/dep", for the hops that made calls: the cap its calls were
-	// given (mercado_hop_cap_seconds), 0 for a hop with none — nothing
-	// for the headroom alert to compute.
-	SliceMS map[string]float64 `json:"slice_ms,omitempty"`
+	// CapMS is each hop's cap at the end of the span, by "service/dep",
+	// for the hops that made calls: its calls' own timeout
+	// (mercado_hop_cap_seconds), 0 for a hop with none — nothing for the
+	// headroom alert to compute.
+	CapMS map[string]float64 `json:"cap_ms,omitempty"`
 	// HopTimeouts are each hop's calls a deadline ended (its own cap, or
 	// the caller's budget), by "service/dep": where DeadlineExceeded was
 	// counted.

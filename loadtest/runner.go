@@ -543,10 +543,10 @@ func serverFigures(before, after Counters, requests int) ServerFigures {
 				s.HopCalls = map[string]float64{}
 			}
 			s.HopCalls[hop] = n
-			if s.SliceMS == nil {
-				s.SliceMS = map[string]float64{}
+			if s.CapMS == nil {
+				s.CapMS = map[string]float64{}
 			}
-			s.SliceMS[hop] = after.Caps[hop] * 1000
+			s.CapMS[hop] = after.Caps[hop] * 1000
 		}
 		if ms, ok := headroomMS(after.Caps[hop], before.Hops[hop], h); ok {
 			if s.HeadroomMS == nil {

@@ -60,9 +60,9 @@ type Counters struct {
 	Requests map[string]float64
 	Methods  map[string]float64
 	// Hops are each outbound hop's duration histogram, every outcome
-	// together, by "service/dep"; Caps each hop's slice in seconds (its
-	// cap), by "service/dep". Their growth over a span gives the hop's
-	// headroom (ServerFigures.HeadroomMS).
+	// together, by "service/dep"; Caps each hop's cap in seconds, by
+	// "service/dep". Their growth over a span gives the hop's headroom
+	// (ServerFigures.HeadroomMS).
 	Hops map[string]Histogram
 	Caps map[string]float64
 	// HopTimeouts count each hop's calls that a deadline ended — its own

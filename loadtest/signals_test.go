@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mercado-lab/mercado/internal/mode"
 )
 
 // signalResults is a game day as the services counted it: payments'
@@ -171,11 +173,11 @@ func TestSignalCountersGrowth(t *testing.T) {
 	}
 }
 
-// A hop's slice is the cap published at the end of the span, for the
-// hops that made calls in it; a hop with calls and no cap (the fragile
-// preset) has a slice of 0, and slice_ms reads it, where headroom_ms has
-// nothing to say.
-func TestSliceFigure(t *testing.T) {
+// A hop's cap is the one published at the end of the span, for the hops
+// that made calls in it; a hop with calls and no cap (the fragile preset)
+// has a cap of 0, and cap_ms reads it, where headroom_ms has nothing to
+// say. slice_ms, cap_ms's deprecated name, reads the same.
+func TestCapFigure(t *testing.T) {
 	h := func(n float64) Histogram {
 		return Histogram{Bounds: []float64{0.1, math.Inf(1)}, Counts: []float64{n / 2, n}}
 	}
@@ -183,30 +185,36 @@ func TestSliceFigure(t *testing.T) {
 	after := Counters{Hops: map[string]Histogram{"orders/catalog": h(30), "orders/payments": h(10), "orders/shipping": h(5)},
 		Caps: map[string]float64{"orders/catalog": 0.3, "orders/payments": 0.8}}
 	got := serverFigures(before, after, 20)
-	if want := map[string]float64{"orders/catalog": 300, "orders/shipping": 0}; !reflect.DeepEqual(got.SliceMS, want) {
-		t.Errorf("SliceMS = %v, want %v", got.SliceMS, want)
+	if want := map[string]float64{"orders/catalog": 300, "orders/shipping": 0}; !reflect.DeepEqual(got.CapMS, want) {
+		t.Errorf("CapMS = %v, want %v", got.CapMS, want)
 	}
 	r := Results{Modes: []ModeResult{{Mode: "fragile", Valid: true, Phases: []PhaseSpan{
 		{Name: "slow", Classes: []Summary{{Class: "checkout", Requests: 20}}, Server: got}}}}}
-	for _, tc := range []struct {
-		dep     string
-		value   float64
-		problem string
-	}{{"catalog", 300, ""}, {"shipping", 0, ""}, {"payments", 0, "no calls"}} {
-		c := Check{Name: tc.dep, Mode: "fragile", Phase: "slow", Class: "checkout", Figure: "slice_ms", Service: "orders", Dep: tc.dep, AtMost: ptr(1000)}
-		res := Evaluate([]Check{c}, r)[0]
-		if tc.problem != "" {
-			if !strings.Contains(res.Error, tc.problem) || res.Pass {
-				t.Errorf("%s: pass %v, error %q; want a failed check saying %q", tc.dep, res.Pass, res.Error, tc.problem)
+	s := Scenario{Modes: []mode.Mode{"fragile"}, Classes: map[string]ClassSpec{"checkout": {}}, Phases: []Phase{{Name: "slow"}}}
+	for _, figure := range []string{"cap_ms", "slice_ms"} {
+		for _, tc := range []struct {
+			dep     string
+			value   float64
+			problem string
+		}{{"catalog", 300, ""}, {"shipping", 0, ""}, {"payments", 0, "no calls"}} {
+			c := Check{Name: tc.dep, Mode: "fragile", Phase: "slow", Class: "checkout", Figure: figure, Service: "orders", Dep: tc.dep, AtMost: ptr(1000)}
+			if err := c.validate(s); err != nil {
+				t.Errorf("%s of %s: %v", figure, tc.dep, err)
 			}
-			continue
-		}
-		if res.Error != "" || res.Value != tc.value {
-			t.Errorf("%s: value %v (error %q), want %v", tc.dep, res.Value, res.Error, tc.value)
+			res := Evaluate([]Check{c}, r)[0]
+			if tc.problem != "" {
+				if !strings.Contains(res.Error, tc.problem) || res.Pass {
+					t.Errorf("%s of %s: pass %v, error %q; want a failed check saying %q", figure, tc.dep, res.Pass, res.Error, tc.problem)
+				}
+				continue
+			}
+			if res.Error != "" || res.Value != tc.value {
+				t.Errorf("%s of %s: value %v (error %q), want %v", figure, tc.dep, res.Value, res.Error, tc.value)
+			}
 		}
 	}
 	hr := Evaluate([]Check{{Name: "h", Mode: "fragile", Phase: "slow", Class: "checkout", Figure: "headroom_ms", Service: "orders", Dep: "shipping", AtMost: ptr(0)}}, r)[0]
 	if hr.Pass || hr.Error == "" {
-		t.Errorf("headroom_ms of a hop without a slice: pass %v, error %q; want it unevaluated", hr.Pass, hr.Error)
+		t.Errorf("headroom_ms of a hop without a cap: pass %v, error %q; want it unevaluated", hr.Pass, hr.Error)
 	}
 }
