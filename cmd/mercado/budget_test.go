@@ -38,7 +38,7 @@ func TestBudgetPlan(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errb.String())
 		}
 		for _, want := range []string{"target 800 ms − edge 20 ms − own 0 ms − reserve 130 ms = 650 ms available",
-			"critical path p99 470 ms: fits", "catalog  critical     220     304       84"} {
+			"critical path p99 470 ms: fits", "catalog  critical     220     304     84"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("output lacks %q:\n%s", want, out.String())
 			}
@@ -63,7 +63,7 @@ func TestBudgetPlan(t *testing.T) {
 			t.Errorf("got %s", out.String())
 		}
 		call := got["calls"].([]any)[0].(map[string]any)
-		if len(call) != 5 || call["name"] != "a" || call["p99_ms"] != 200.0 || call["slice_ms"] != 166.0 ||
+		if len(call) != 5 || call["name"] != "a" || call["p99_ms"] != 200.0 || call["cap_ms"] != 166.0 ||
 			call["headroom_ms"] != -34.0 || call["criticality"] != "critical" {
 			t.Errorf("calls[0] = %v", call)
 		}

@@ -21,7 +21,7 @@ type Criticality string
 
 const (
 	Critical    Criticality = "critical"     // its failure fails the request; on the critical path
-	Optional    Criticality = "optional"     // a short slice and a default on expiry
+	Optional    Criticality = "optional"     // a short cap and a default on expiry
 	Deferred    Criticality = "deferred"     // needed, but done later by a worker
 	FireForward Criticality = "fire-forward" // off the request path, into a queue
 )

@@ -26,11 +26,11 @@ type Plan struct {
 	worst time.Duration // the critical path with each call's margin
 }
 
-// CallPlan is one call's slice.
+// CallPlan is one call's cap: its share of the available time.
 type CallPlan struct {
 	Name        string      `json:"name"`
 	P99Ms       int64       `json:"p99_ms"`
-	SliceMs     int64       `json:"slice_ms"`
+	CapMs       int64       `json:"cap_ms"`
 	HeadroomMs  int64       `json:"headroom_ms"`
 	Criticality Criticality `json:"criticality"`
 }
@@ -88,27 +88,27 @@ func Make(f File) Plan {
 		Advice:            []string{},
 	}
 	p.Fits = p.worst <= avail
-	slices := map[*Call]time.Duration{}
-	allocate(&f.Graph, avail, f.Margin, slices)
+	caps := map[*Call]time.Duration{}
+	allocate(&f.Graph, avail, f.Margin, caps)
 	for _, c := range f.Graph.Calls() {
-		s := slices[c]
+		s := caps[c]
 		p.Calls = append(p.Calls, CallPlan{
-			Name: c.Name, P99Ms: c.P99.Milliseconds(), SliceMs: s.Milliseconds(),
+			Name: c.Name, P99Ms: c.P99.Milliseconds(), CapMs: s.Milliseconds(),
 			HeadroomMs: s.Milliseconds() - c.P99.Milliseconds(), Criticality: c.Criticality,
 		})
 	}
 	if !p.Fits {
 		p.Advice = append(p.Advice, redesigns(f, p.worst)...)
 	}
-	p.Advice = append(p.Advice, optionalAdvice(&f.Graph, slices, avail)...)
+	p.Advice = append(p.Advice, optionalAdvice(&f.Graph, caps, avail)...)
 	return p
 }
 
-// allocate gives n the slice s: a call on the critical path takes it whole,
-// a seq divides it among its items in proportion to their p99, and every
-// branch of a par gets the par's whole slice. Optional calls get their own
-// p99 plus margin; deferred and fire-forward calls, off the request path,
-// likewise from the worker that makes them.
+// allocate gives n the time s: a call on the critical path takes it whole
+// as its cap, a seq divides it among its items in proportion to their p99,
+// and every branch of a par gets the whole of the par's. Optional calls
+// get their own p99 plus margin as their cap; deferred and fire-forward
+// calls, off the request path, likewise from the worker that makes them.
 func allocate(n *Node, s, margin time.Duration, out map[*Call]time.Duration) {
 	switch {
 	case n.Call != nil:
@@ -133,26 +133,26 @@ func allocate(n *Node, s, margin time.Duration, out map[*Call]time.Duration) {
 	}
 }
 
-// wall is how long n takes when every call uses its slice: critical and
+// wall is how long n takes when every call uses its cap: critical and
 // optional calls on the request path, deferred and fire-forward ones not.
 // Without counts the call as absent.
-func wall(n *Node, slices map[*Call]time.Duration, without *Call) time.Duration {
+func wall(n *Node, caps map[*Call]time.Duration, without *Call) time.Duration {
 	switch {
 	case n.Call != nil:
 		if n.Call == without || n.Call.Criticality == Deferred || n.Call.Criticality == FireForward {
 			return 0
 		}
-		return slices[n.Call]
+		return caps[n.Call]
 	case n.Par != nil:
 		var m time.Duration
 		for i := range n.Par {
-			m = max(m, wall(&n.Par[i], slices, without))
+			m = max(m, wall(&n.Par[i], caps, without))
 		}
 		return m
 	default:
 		var sum time.Duration
 		for i := range n.Seq {
-			sum += wall(&n.Seq[i], slices, without)
+			sum += wall(&n.Seq[i], caps, without)
 		}
 		return sum
 	}
@@ -160,17 +160,17 @@ func wall(n *Node, slices map[*Call]time.Duration, without *Call) time.Duration 
 
 // optionalAdvice flags the optional calls that would lengthen the critical
 // path: in series with it, or longer than the par they run beside.
-func optionalAdvice(g *Node, slices map[*Call]time.Duration, avail time.Duration) []string {
+func optionalAdvice(g *Node, caps map[*Call]time.Duration, avail time.Duration) []string {
 	var out []string
-	full := wall(g, slices, nil)
+	full := wall(g, caps, nil)
 	for _, c := range g.Calls() {
 		if c.Criticality != Optional {
 			continue
 		}
-		if by := full - wall(g, slices, c); by > 0 {
+		if by := full - wall(g, caps, c); by > 0 {
 			out = append(out, fmt.Sprintf("optional %s (%s) would lengthen the critical path by %s, past the available %s: "+
 				"run it beside the critical calls (in a par) and never wait for it, or it gets only what they leave",
-				c.Name, ms(slices[c]), ms(by), ms(avail)))
+				c.Name, ms(caps[c]), ms(by), ms(avail)))
 		}
 	}
 	return out
@@ -269,9 +269,9 @@ func (p Plan) WriteTable(w io.Writer) error {
 		ms(f.Target), ms(f.Edge), ms(f.Own), ms(f.Reserve), ms(f.Available()))
 	fmt.Fprintf(&b, "critical path p99 %d ms%s: %s\n\n", p.CriticalPathP99Ms, worst, verdict)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "call\tcriticality\tp99 ms\tslice ms\theadroom ms")
+	fmt.Fprintln(tw, "call\tcriticality\tp99 ms\tcap ms\theadroom ms")
 	for _, c := range p.Calls {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", c.Name, c.Criticality, c.P99Ms, c.SliceMs, c.HeadroomMs)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", c.Name, c.Criticality, c.P99Ms, c.CapMs, c.HeadroomMs)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

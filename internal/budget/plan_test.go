@@ -16,10 +16,10 @@ func parse(t *testing.T, src string) File {
 	return f
 }
 
-func sliceOf(p Plan) map[string]int64 {
+func capsOf(p Plan) map[string]int64 {
 	m := map[string]int64{}
 	for _, c := range p.Calls {
-		m[c.Name] = c.SliceMs
+		m[c.Name] = c.CapMs
 	}
 	return m
 }
@@ -27,7 +27,7 @@ func sliceOf(p Plan) map[string]int64 {
 // The rule, case by case: available = target − edge − own − reserve; the
 // critical path is the sum along seq, the max across par; the available
 // time is divided in proportion to p99 along it; a par's branches each get
-// the par's slice; optional calls get p99 + margin.
+// the par's whole share as their cap; optional calls get p99 + margin.
 func TestPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -35,7 +35,7 @@ func TestPlan(t *testing.T) {
 		fits      bool
 		available int64
 		critical  int64
-		slices    map[string]int64
+		caps      map[string]int64
 		advice    []string // substrings, in order
 	}{
 		{"in series, in proportion", `
@@ -46,7 +46,7 @@ graph:
     - call: {name: a, p99: 50ms}
     - call: {name: b, p99: 100ms}
 `, true, 300, 150, map[string]int64{"a": 100, "b": 200}, nil},
-		{"a par is its slowest branch, and each branch gets its slice", `
+		{"a par is its slowest branch, and each branch gets its share", `
 target: 1s
 edge: 100ms
 own: 100ms
@@ -130,14 +130,14 @@ graph:
 				t.Errorf("fits %v, available %d ms, critical path %d ms; want %v, %d, %d",
 					p.Fits, p.AvailableMs, p.CriticalPathP99Ms, tc.fits, tc.available, tc.critical)
 			}
-			got := sliceOf(p)
-			for name, want := range tc.slices {
+			got := capsOf(p)
+			for name, want := range tc.caps {
 				if got[name] != want {
-					t.Errorf("%s: slice %d ms, want %d", name, got[name], want)
+					t.Errorf("%s: cap %d ms, want %d", name, got[name], want)
 				}
 			}
-			if len(got) != len(tc.slices) {
-				t.Errorf("slices %v, want %v", got, tc.slices)
+			if len(got) != len(tc.caps) {
+				t.Errorf("caps %v, want %v", got, tc.caps)
 			}
 			if len(p.Advice) != len(tc.advice) {
 				t.Errorf("advice:\n%s\nwant %d lines", strings.Join(p.Advice, "\n"), len(tc.advice))
@@ -204,14 +204,14 @@ func TestLessonsTables(t *testing.T) {
 		// pricing ≈ 250, and together they are the 650 ms.
 		var sum int64
 		for name, card := range map[string]int64{"auth": 100, "catalog": 300, "pricing": 250} {
-			got := sliceOf(p)[name]
+			got := capsOf(p)[name]
 			sum += got
 			if got < card-5 || got > card+5 {
 				t.Errorf("%s: %d ms, the card has %d", name, got, card)
 			}
 		}
 		if sum < 648 || sum > 650 {
-			t.Errorf("the slices sum to %d ms, want the 650 available", sum)
+			t.Errorf("the caps sum to %d ms, want the 650 available", sum)
 		}
 	})
 	t.Run("the allocation note's 380 ms", func(t *testing.T) {
@@ -219,19 +219,19 @@ func TestLessonsTables(t *testing.T) {
 		if !p.Fits || p.AvailableMs != 380 {
 			t.Errorf("fits %v, available %d ms; want a fit and 500 − 40 − 40 − 40 = 380", p.Fits, p.AvailableMs)
 		}
-		s := sliceOf(p)
+		s := capsOf(p)
 		if s["profile"] != s["inventory"] {
-			t.Errorf("the par's branches get %d and %d ms, want the same slice", s["profile"], s["inventory"])
+			t.Errorf("the par's branches get %d and %d ms, want the same cap", s["profile"], s["inventory"])
 		}
 		if got := s["auth"] + s["inventory"]; got < 378 || got > 380 {
-			t.Errorf("the critical path's slices sum to %d ms, want the 380 available", got)
+			t.Errorf("the critical path's caps sum to %d ms, want the 380 available", got)
 		}
 	})
 	t.Run("the allocation note's sequential 40/120/180", func(t *testing.T) {
 		p := load(t, "note-sequential.yaml")
 		want := map[string]int64{"auth": 40, "profile": 120, "recommendations": 180}
-		if got := sliceOf(p); len(got) != 3 || got["auth"] != 40 || got["profile"] != 120 || got["recommendations"] != 180 {
-			t.Errorf("slices %v, want %v", got, want)
+		if got := capsOf(p); len(got) != 3 || got["auth"] != 40 || got["profile"] != 120 || got["recommendations"] != 180 {
+			t.Errorf("caps %v, want %v", got, want)
 		}
 		// With its 40 ms slack, 380 ms of the note's 500 − 40 − 40 − 40.
 		if p.AvailableMs+40 != 380 {
