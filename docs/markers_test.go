@@ -20,7 +20,7 @@ func TestMarkers(t *testing.T) {
 		{"a marker a blank line away", "<!-- runnable -->\n\n```sh\ntrue\n```\n", "unmarked ```sh block"},
 		{"commands fenced without a language", "```\ngo test ./...\n```\n", "fenced as ```sh"},
 		{"commands after a variable, fenced without a language", "```\nMERCADO_SOAK=3m go test ./lab/chaos/\n```\n", "fenced as ```sh"},
-		{"output fenced without a language", "```\nNAIVE: every hop uses its own local timeout\n```\n", ""},
+		{"output fenced without a language", "```\nNAIVE: every hop uses its own cap\n```\n", ""},
 		{"not runnable without a reason", "<!-- not runnable: -->\n```sh\ntrue\n```\n", "says why"},
 		{"not runnable with a reason", "<!-- not runnable: needs Docker -->\n```sh\ndocker ps\n```\n", ""},
 		{"an unknown option", "<!-- runnable: status=201 -->\n```sh\ntrue\n```\n", "option status: unknown"},

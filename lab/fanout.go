@@ -70,7 +70,7 @@ func (c FanoutConfig) replay() replay {
 		// one is run both ways, so that only the fan-out differs.
 		ways: []way{
 			{mode: mode.Naive, fanout: mode.FanoutSequential,
-				heading: "NAIVE SEQUENTIAL: one call after the other, each with its own local timeout",
+				heading: "NAIVE SEQUENTIAL: one call after the other, each with its own cap",
 				title:   "naive, in series: each call with its own cap"},
 			{mode: mode.Budgeted, fanout: mode.FanoutSequential,
 				heading: fmt.Sprintf("BUDGETED SEQUENTIAL (fanout=sequential): one after the other, each gets min(cap, remaining − %d ms)", margin),

@@ -64,7 +64,7 @@ func (c Lesson7Config) replay() replay {
 		spare: c.Margin,
 		ways: []way{
 			{mode: mode.Naive,
-				heading: "NAIVE: every hop uses its own local timeout, blind to the deadline",
+				heading: "NAIVE: every hop uses its own cap, blind to the deadline",
 				title:   "naive: every hop uses its own cap, blind to the deadline"},
 			{mode: mode.Budgeted,
 				heading: fmt.Sprintf("BUDGETED: the deadline is propagated; each hop gets min(cap, remaining − %d ms margin)", ms(c.Margin)),
@@ -116,6 +116,6 @@ func (r Lesson7Result) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 func (r Lesson7Result) WriteTable(w io.Writer, cfg Lesson7Config) {
 	caps := cfg.CatalogCap + cfg.PaymentsCap + cfg.ShippingCap
 	cfg.replay().writeTable(w, r.runs(),
-		[]string{fmt.Sprintf("Sum of local timeouts        = %d ms  (the worst case when every hop uses its own)", caps.Milliseconds())},
+		[]string{fmt.Sprintf("Sum of caps                  = %d ms  (the worst case when every hop uses its own)", caps.Milliseconds())},
 		[]string{measuredAbove, FraudLeftOut})
 }

@@ -34,12 +34,12 @@ func (rp replay) writeTable(w io.Writer, runs []ReplayRun, intro, notes []string
 }
 
 // writeRun writes one run's table: a line a call, then the client's
-// verdict. A naive call's timeout is its own cap, hence local_timeout.
+// verdict. A naive call's timeout is its own cap, and says so: cap=.
 func (rp replay) writeRun(w io.Writer, wy way, run ReplayRun) {
 	fmt.Fprintln(w, wy.heading)
 	label := "timeout"
 	if wy.mode == mode.Naive {
-		label = "local_timeout"
+		label = "cap"
 	}
 	for _, h := range run.Hops {
 		switch h.Outcome {
