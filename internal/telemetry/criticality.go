@@ -20,7 +20,7 @@ import (
 const (
 	// The answer was not back when the critical path was done.
 	DegradedLate = "late"
-	// The call's own slice ran out.
+	// The call's own cap ran out.
 	DegradedTimeout = "timeout"
 	// The dependency's breaker was open, or its bulkhead full.
 	DegradedRejected = "rejected"

@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// TestHopSliceTimeoutAndExhaustion: a dependency's cap is its slice on
-// /metrics (none when it has no cap), its budget exhaustion is exported at
-// zero and counts each call the budget skipped or cut, and each call's
-// timeout lands in the timeout histogram.
-func TestHopSliceTimeoutAndExhaustion(t *testing.T) {
+// TestHopCapTimeoutAndExhaustion: a dependency's cap is on /metrics
+// (none when it has no cap), its budget exhaustion is exported at zero
+// and counts each call the budget skipped or cut, and each call's timeout
+// lands in the timeout histogram.
+func TestHopCapTimeoutAndExhaustion(t *testing.T) {
 	m := newMetrics(t, "orders")
 	catalogCap := 300 * time.Millisecond
 	if err := m.ObserveCap("catalog", func() time.Duration { return catalogCap }); err != nil {
@@ -33,7 +33,7 @@ func TestHopSliceTimeoutAndExhaustion(t *testing.T) {
 		t.Errorf("%s{dep=catalog} = %v; want a counter at 0", NameBudgetExhausted, s)
 	}
 
-	catalogCap = 0 // the caps mechanism switched off: no slice, no headroom
+	catalogCap = 0 // the caps mechanism switched off: no cap, no headroom
 	if s := series(scrape(t, m), NameHopCap, map[string]string{"dep": "catalog"}); s != nil {
 		t.Errorf("%s{dep=catalog} = %v after the cap went; want no series", NameHopCap, s)
 	}

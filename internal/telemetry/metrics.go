@@ -172,7 +172,7 @@ func (m *Metrics) instruments() error {
 	m.poolCapacity = gauge(NamePoolCapacity, "Slots of a pool or bulkhead, by pool.")
 	m.breakerState = gauge(NameBreakerState, "Circuit breaker state by dependency: 0 closed, 1 half-open, 2 open.")
 	m.hopCap, err = m.meter.Float64ObservableGauge(NameHopCap,
-		metric.WithDescription("The slice of each dependency: the cap on one call's timeout, by dependency."),
+		metric.WithDescription("The cap of each dependency: its calls' own timeout, the most one call may be given, by dependency."),
 		metric.WithUnit("s"))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {

@@ -21,8 +21,8 @@ const (
 	NameBreakerState             = "mercado_breaker_state"
 	NameDeadlineClamps           = "mercado_deadline_clamps_total"
 	// Budget headroom per hop (deploy/prometheus/alerts.yml): the timeout
-	// each call was given, the dependency's slice (its cap), and the calls
-	// the budget skipped or cut.
+	// each call was given, the dependency's cap, and the calls the budget
+	// skipped or cut.
 	NameHopTimeout      = "mercado_hop_timeout_seconds"
 	NameHopCap          = "mercado_hop_cap_seconds"
 	NameBudgetExhausted = "mercado_budget_exhausted_total"

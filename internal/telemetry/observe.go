@@ -72,13 +72,13 @@ type capObserver struct {
 	opts opts
 }
 
-// ObserveCap reports a dependency's slice, the cap on each call's
-// timeout in force when the metrics are read (cap is called at every
-// scrape, so a mode switch shows at once), as the gauge
+// ObserveCap reports a dependency's cap, its calls' own timeout (the
+// most one call may be given), in force when the metrics are read (cap is
+// called at every scrape, so a mode switch shows at once), as the gauge
 // mercado_hop_cap_seconds{dep}: the headroom rule
 // (deploy/prometheus/alerts.yml) subtracts the hop's observed p99 from it.
 // A cap of zero or less (none, as with the caps mechanism off) is not
-// reported: a hop without a slice has no headroom. Observing the same dep
+// reported: a hop without a cap has no headroom. Observing the same dep
 // again replaces the earlier cap. The dependency's
 // mercado_budget_exhausted_total is exported from now on, at zero.
 func (m *Metrics) ObserveCap(dep string, cap func() time.Duration) error {
