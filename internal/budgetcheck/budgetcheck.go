@@ -25,7 +25,7 @@ import (
 
 // Criticalities of a call, as the caller's mechanisms in force treat it
 // (services/orders/graph.go): an in-line call is on the request's path; an
-// optional one runs beside it with its own short slice; a fire-forward one
+// optional one runs beside it with its own short cap; a fire-forward one
 // is made by a worker, off the request.
 const (
 	Critical    = "critical"

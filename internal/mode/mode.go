@@ -111,7 +111,7 @@ type Mechanisms struct {
 	Classes bool `json:"classes"`
 	// Criticality: each of orders' dependencies is treated as its
 	// criticality says (services/orders/graph.go): an optional call runs
-	// beside the critical path with a short slice and a default value on
+	// beside the critical path with a short cap and a default value on
 	// expiry, and fire-forward work leaves the request for a queue with
 	// its own lifetime. Off, every dependency is critical and in line: a
 	// failed optional call fails the checkout, and the audit write is made

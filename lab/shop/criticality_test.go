@@ -34,7 +34,7 @@ type degradedAnswer struct {
 
 // The optional dependency hung, end to end: budgeted answers 201 with the
 // default estimate and the degraded marker, and never waits for the
-// estimate's slice — the answer comes well before it would end; naive
+// estimate's cap — the answer comes well before it would end; naive
 // waits for the estimate in line and fails the checkout with it.
 func TestHungEstimateEndToEnd(t *testing.T) {
 	t.Parallel()
@@ -42,16 +42,16 @@ func TestHungEstimateEndToEnd(t *testing.T) {
 		t.Run(string(m), func(t *testing.T) {
 			// Budgeted: long, so that waiting for it would show. Naive:
 			// short, since every layer tries it three times.
-			slice, tries := 600*time.Millisecond, 3
+			estimateCap, tries := 600*time.Millisecond, 3
 			if m == mode.Naive {
-				slice, tries = 200*time.Millisecond, 1
+				estimateCap, tries = 200*time.Millisecond, 1
 			}
 			cfg := shop.EphemeralConfig()
 			cfg.Shared.Mode = m
 			// A naive shipping keeps hanging after orders gave up; do not
 			// wait for it when the test is done.
 			cfg.Shared.DrainTimeout = 200 * time.Millisecond
-			cfg.Orders.EstimateCap = slice
+			cfg.Orders.EstimateCap = estimateCap
 			cfg.Shipping.Faults = faults.Set{sim.ShippingEstimateDelivery: {Hang: time.Minute}}
 			s := startShop(t, cfg)
 
@@ -65,9 +65,9 @@ func TestHungEstimateEndToEnd(t *testing.T) {
 				var got degradedAnswer
 				_ = json.Unmarshal(a.body, &got)
 				if m == mode.Naive {
-					if a.code == http.StatusCreated || took < slice {
+					if a.code == http.StatusCreated || took < estimateCap {
 						t.Errorf("naive checkout %d with the estimate hung: %d after %v (%s); want it failed once the estimate's %v ran out",
-							i, a.code, took, a.body, slice)
+							i, a.code, took, a.body, estimateCap)
 					}
 					continue
 				}
@@ -78,8 +78,8 @@ func TestHungEstimateEndToEnd(t *testing.T) {
 					got.DeliveryEstimate.Min != 3 || got.DeliveryEstimate.Max != 5 {
 					t.Errorf("budgeted checkout %d: %s; want the default 3–5 days, degraded [delivery_estimate]", i, a.body)
 				}
-				if took >= slice {
-					t.Errorf("budgeted checkout %d took %v: it waited for the optional estimate's %v slice", i, took, slice)
+				if took >= estimateCap {
+					t.Errorf("budgeted checkout %d took %v: it waited for the optional estimate's %v cap", i, took, estimateCap)
 				}
 			}
 		})

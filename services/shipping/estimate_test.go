@@ -42,14 +42,14 @@ func TestEstimateDelivery(t *testing.T) {
 // and ends with the caller's context in budgeted mode.
 func TestEstimateDeliveryHangs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const slice = 150 * time.Millisecond
+		const timeout = 150 * time.Millisecond
 		svc := newService(t, shipping.NewMemStore(), faults.Set{sim.ShippingEstimateDelivery: {Hang: time.Minute}}, mode.Budgeted)
-		ctx, cancel := context.WithTimeout(t.Context(), slice)
+		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
 		start := time.Now()
 		_, err := svc.EstimateDelivery(ctx, "1 Loop Rd", []shipping.Item{{SKU: "tea-sencha", Qty: 1}})
-		if took := time.Since(start); took != slice {
-			t.Errorf("a hung quote took %v, want the caller's %v", took, slice)
+		if took := time.Since(start); took != timeout {
+			t.Errorf("a hung quote took %v, want the caller's %v", took, timeout)
 		}
 		var e *apperr.Error
 		if !errors.As(err, &e) || e.Code != apperr.Timeout {
