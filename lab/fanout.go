@@ -9,7 +9,6 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
-	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/internal/setting"
 	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/loadtest/report"
@@ -40,19 +39,16 @@ func DefaultFanout() FanoutConfig {
 // Settings declares the run's settings, each once: its flag, default,
 // range and help.
 func (c *FanoutConfig) Settings() []setting.Setting {
-	return []setting.Setting{
-		setting.Duration(&c.Deadline, "deadline", 900*time.Millisecond, setting.Above(0, time.Minute), "the client's deadline for the checkout"),
-		setting.Duration(&c.Margin, "margin", serve.DefaultMargin, setting.Within(0, time.Minute), "budgeted: time kept back from each call for the way back"),
-		setting.Duration(&c.Floor, "floor", serve.DefaultFloor, setting.Within(0, time.Minute), "budgeted: least budget worth starting a call with"),
-		setting.Duration(&c.CatalogCap, "catalog-cap", 300*time.Millisecond, setting.Above(0, time.Minute), "catalog's cap: the call's own timeout"),
-		setting.Duration(&c.FraudCap, "fraud-cap", 400*time.Millisecond, setting.Above(0, time.Minute), "the fraud screen's cap: the call's own timeout"),
-		setting.Duration(&c.PaymentsCap, "payments-cap", 800*time.Millisecond, setting.Above(0, time.Minute), "payments' cap: the call's own timeout"),
-		setting.Duration(&c.ShippingCap, "shipping-cap", 300*time.Millisecond, setting.Above(0, time.Minute), "shipping's cap: the call's own timeout"),
-		setting.Duration(&c.CatalogLatency, "catalog-latency", 250*time.Millisecond, setting.Within(0, time.Minute), "how long catalog takes in this run"),
-		setting.Duration(&c.FraudLatency, "fraud-latency", 300*time.Millisecond, setting.Within(0, time.Minute), "how long the fraud screen takes in this run"),
-		setting.Duration(&c.PaymentsLatency, "payments-latency", 500*time.Millisecond, setting.Within(0, time.Minute), "how long payments takes in this run"),
-		setting.Duration(&c.ShippingLatency, "shipping-latency", 0, setting.Within(0, time.Minute), "how long shipping takes in this run"),
-	}
+	return append(chainSettings(&c.Deadline, &c.Margin, &c.Floor, 900*time.Millisecond),
+		hopCap(&c.CatalogCap, "catalog", "catalog's", 300*time.Millisecond),
+		hopCap(&c.FraudCap, "fraud", "the fraud screen's", 400*time.Millisecond),
+		hopCap(&c.PaymentsCap, "payments", "payments'", 800*time.Millisecond),
+		hopCap(&c.ShippingCap, "shipping", "shipping's", 300*time.Millisecond),
+		hopWork(&c.CatalogLatency, "catalog", "catalog", 250*time.Millisecond, ""),
+		hopWork(&c.FraudLatency, "fraud", "the fraud screen", 300*time.Millisecond, ""),
+		hopWork(&c.PaymentsLatency, "payments", "payments", 500*time.Millisecond, ""),
+		hopWork(&c.ShippingLatency, "shipping", "shipping", 0, ""),
+	)
 }
 
 // Validate reports a configuration the lab cannot run.

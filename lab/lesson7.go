@@ -9,7 +9,6 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
-	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/internal/setting"
 	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/loadtest/report"
@@ -38,17 +37,14 @@ func DefaultLesson7() Lesson7Config {
 // Settings declares the run's settings, each once: its flag, default,
 // range and help.
 func (c *Lesson7Config) Settings() []setting.Setting {
-	return []setting.Setting{
-		setting.Duration(&c.Deadline, "deadline", 1200*time.Millisecond, setting.Above(0, time.Minute), "the client's deadline for the checkout"),
-		setting.Duration(&c.Margin, "margin", serve.DefaultMargin, setting.Within(0, time.Minute), "budgeted: time kept back from each call for the way back"),
-		setting.Duration(&c.Floor, "floor", serve.DefaultFloor, setting.Within(0, time.Minute), "budgeted: least budget worth starting a call with"),
-		setting.Duration(&c.CatalogCap, "catalog-cap", 300*time.Millisecond, setting.Above(0, time.Minute), "catalog's cap: the call's own timeout"),
-		setting.Duration(&c.PaymentsCap, "payments-cap", 800*time.Millisecond, setting.Above(0, time.Minute), "payments' cap: the call's own timeout"),
-		setting.Duration(&c.ShippingCap, "shipping-cap", 300*time.Millisecond, setting.Above(0, time.Minute), "shipping's cap: the call's own timeout"),
-		setting.Duration(&c.CatalogLatency, "catalog-latency", 280*time.Millisecond, setting.Within(0, time.Minute), "how long catalog takes in this run"),
-		setting.Duration(&c.PaymentsLatency, "payments-latency", 760*time.Millisecond, setting.Within(0, time.Minute), "how long payments takes in this run"),
-		setting.Duration(&c.ShippingLatency, "shipping-latency", 5*time.Second, setting.Within(0, time.Minute), "how long shipping takes in this run (degraded: far past its cap)"),
-	}
+	return append(chainSettings(&c.Deadline, &c.Margin, &c.Floor, 1200*time.Millisecond),
+		hopCap(&c.CatalogCap, "catalog", "catalog's", 300*time.Millisecond),
+		hopCap(&c.PaymentsCap, "payments", "payments'", 800*time.Millisecond),
+		hopCap(&c.ShippingCap, "shipping", "shipping's", 300*time.Millisecond),
+		hopWork(&c.CatalogLatency, "catalog", "catalog", 280*time.Millisecond, ""),
+		hopWork(&c.PaymentsLatency, "payments", "payments", 760*time.Millisecond, ""),
+		hopWork(&c.ShippingLatency, "shipping", "shipping", 5*time.Second, " (degraded: far past its cap)"),
+	)
 }
 
 // Validate reports a configuration the lab cannot run.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/serve"
+	"github.com/mercado-lab/mercado/internal/setting"
 	"github.com/mercado-lab/mercado/internal/timing"
 	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/lab/shop"
@@ -419,6 +421,28 @@ func lessonOutcome(o string) string {
 		return "skipped"
 	}
 	return "error"
+}
+
+// chainSettings declares what every replay of the checkout's chain has:
+// the client's deadline, then the margin and the floor, the services'
+// defaults.
+func chainSettings(deadline, margin, floor *time.Duration, def time.Duration) []setting.Setting {
+	return []setting.Setting{
+		setting.Duration(deadline, "deadline", def, setting.Above(0, time.Minute), "the client's deadline for the checkout"),
+		setting.Duration(margin, "margin", serve.DefaultMargin, setting.Within(0, time.Minute), "budgeted: time kept back from each call for the way back"),
+		setting.Duration(floor, "floor", serve.DefaultFloor, setting.Within(0, time.Minute), "budgeted: least budget worth starting a call with"),
+	}
+}
+
+// hopCap declares the cap of the hop named hop, whose is how the help
+// names its owner ("catalog's").
+func hopCap(p *time.Duration, hop, whose string, def time.Duration) setting.Setting {
+	return setting.Duration(p, hop+"-cap", def, setting.Above(0, time.Minute), whose+" cap: the call's own timeout")
+}
+
+// hopWork declares how long the hop named hop takes in this run.
+func hopWork(p *time.Duration, hop, who string, def time.Duration, note string) setting.Setting {
+	return setting.Duration(p, hop+"-latency", def, setting.Within(0, time.Minute), "how long "+who+" takes in this run"+note)
 }
 
 // writeJSON writes a lab's result as indented JSON, the form of every
