@@ -137,8 +137,34 @@ func TestConsoleInChromium(t *testing.T) {
 			}
 			return nil
 		})
+		waitFor(t, "the change confirmed with what shipping now has, read back from it",
+			`document.querySelector("#message").textContent.includes("shipping now has CreateShipment: latency=150ms")`)
 		run(t, "send one checkout", chromedp.Click(chromedp.CSS("#one-checkout")))
 		waitFor(t, "the checkout's shipping hop", `(() => { const r = document.querySelector('#hops tr[data-hop="shipping"]'); return r && Number(r.dataset.took) >= 150 })()`)
+	})
+
+	t.Run("the fault form starts from what the chosen method has, and a change says what the shop now has", func(t *testing.T) {
+		waitFor(t, "shipping's fault in the page's state", `document.querySelector("#faults-now").textContent.includes("shipping CreateShipment: latency=150ms")`)
+		choose := func(service, method string) {
+			run(t, "choose "+service+" "+method,
+				chromedp.SetValue(chromedp.CSS("#fault-service"), service),
+				chromedp.Evaluate[chromedp.Void](`document.querySelector("#fault-service").dispatchEvent(new Event("change"))`),
+				chromedp.SetValue(chromedp.CSS("#fault-method"), method),
+				chromedp.Evaluate[chromedp.Void](`document.querySelector("#fault-method").dispatchEvent(new Event("change"))`))
+		}
+		// The shop started with payments' CreateCharge at 120 ms (above),
+		// its fraud screen with no fault, and the page set shipping's
+		// booking to 150 ms.
+		for _, c := range []struct{ service, method, latency string }{
+			{"payments", "CreateCharge", "120ms"},
+			{"payments", "ScreenOrder", ""},
+			{"shipping", "CreateShipment", "150ms"},
+		} {
+			choose(c.service, c.method)
+			if v := evaluate[string](t, ctx, `document.querySelector("#fault-latency").value`); v != c.latency {
+				t.Errorf("%s %s: the form shows latency %q, want %q", c.service, c.method, v, c.latency)
+			}
+		}
 	})
 
 	t.Run("the chain shows the budget shrinking hop by hop", func(t *testing.T) {

@@ -73,10 +73,11 @@ function say(text, isError) {
 }
 
 // act runs one change and says how it went.
+// f may return what the shop now has, read back from it, to say after.
 async function act(what, f) {
   try {
-    await f();
-    say(what);
+    const now = await f();
+    say(typeof now === "string" ? what + ". " + now : what);
   } catch (e) {
     say(what + " failed: " + e.message, true);
   }
@@ -170,6 +171,26 @@ function specText(spec) {
   return Object.entries(spec)
     .map(([k, v]) => k + "=" + v)
     .join(",");
+}
+
+// The fault form's duration fields, by the spec's key.
+const faultFields = [["latency", "#fault-latency"], ["p50", "#fault-p50"], ["p99", "#fault-p99"], ["hang", "#fault-hang"]];
+
+// fillFaultForm shows the fault now in force on the chosen service and
+// method (empty fields when there is none), so that a change starts from
+// what the shop has rather than from the last method's values.
+function fillFaultForm(st) {
+  const svc = st && st.services.find((s) => s.name === $("#fault-service").value);
+  const spec = (svc && svc.faults && svc.faults[$("#fault-method").value]) || {};
+  for (const [key, id] of faultFields) $(id).value = spec[key] || "";
+  $("#fault-error").value = spec.error_rate ? String(spec.error_rate) : "";
+}
+
+// faultsNow says what a service's faults are, as the admin API answered.
+function faultsNow(view) {
+  const entries = Object.entries((view && view.faults) || {});
+  if (entries.length === 0) return view.service + " now has no fault";
+  return view.service + " now has " + entries.map(([m, spec]) => m + ": " + specText(spec)).join("; ");
 }
 
 function drawFaults(st) {
@@ -622,14 +643,20 @@ function wire() {
       view.mechanismsDirty = false;
     });
   });
-  $("#fault-service").addEventListener("change", () => view.state && drawFaults(view.state));
+  $("#fault-service").addEventListener("change", () => {
+    if (!view.state) return;
+    drawFaults(view.state);
+    fillFaultForm(view.state);
+  });
+  $("#fault-method").addEventListener("change", () => fillFaultForm(view.state));
   $("#fault-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const spec = {};
-    for (const [key, id] of [["latency", "#fault-latency"], ["p50", "#fault-p50"], ["p99", "#fault-p99"], ["hang", "#fault-hang"]]) if (dur(id)) spec[key] = dur(id);
+    for (const [key, id] of faultFields) if (dur(id)) spec[key] = dur(id);
     if (dur("#fault-error")) spec.error_rate = Number(dur("#fault-error"));
     const svc = $("#fault-service").value, method = $("#fault-method").value;
-    act("Set " + svc + " " + method + ": " + (specText(spec) || "no fault"), () => send("PUT", "api/faults/" + encodeURIComponent(svc) + "/" + encodeURIComponent(method), spec));
+    act("Set " + svc + " " + method + ": " + (specText(spec) || "no fault"), async () =>
+      faultsNow(await send("PUT", "api/faults/" + encodeURIComponent(svc) + "/" + encodeURIComponent(method), spec)));
   });
   $("#clear-faults").addEventListener("click", () => act("Cleared every fault", () => send("DELETE", "api/faults")));
   $("#network-form").addEventListener("submit", (ev) => {
