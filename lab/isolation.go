@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -78,13 +77,9 @@ func DefaultIsolation() (IsolationConfig, error) {
 	}, nil
 }
 
-// Settings declares the drill's settings, each once: its flag, range and
-// help. Their defaults are the drill76 scenario's, which DefaultIsolation
-// reads from its file, so each setting's default is the field's value as
-// it stands: list the settings of a config DefaultIsolation filled (the
-// flags' defaults are the fields' values anyway), and leave
-// setting.Default alone. The warm-up and the recovery have no flags:
-// Validate checks them.
+// Settings declares the drill's flags, each once: its range and help.
+// Their defaults are the drill76 scenario's, which DefaultIsolation reads
+// from its file, so each setting's default is the value c holds.
 func (c *IsolationConfig) Settings() []setting.Setting {
 	return []setting.Setting{
 		setting.Float(&c.CheckoutRate, "checkout-rate", c.CheckoutRate, setting.Above(0.0, 2000), "checkouts per second, open loop"),
@@ -101,16 +96,13 @@ func (c *IsolationConfig) Settings() []setting.Setting {
 // Validate reports every problem with a configuration the lab cannot
 // run.
 func (c IsolationConfig) Validate() error {
-	errs := []error{setting.Check(c.Settings()...)}
-	for _, p := range []struct {
-		name string
-		d    time.Duration
-	}{{"warm-up", c.WarmUp}, {"recovery", c.Recovery}} {
-		if p.d < time.Second || p.d > 10*time.Minute {
-			errs = append(errs, fmt.Errorf("%s: %v is outside 1s to 10m", p.name, p.d))
-		}
+	// The warm-up and the recovery are the scenario's, with no flags:
+	// checked here all the same.
+	phases := []setting.Setting{
+		setting.Duration(&c.WarmUp, "warm-up", c.WarmUp, setting.Within(time.Second, 10*time.Minute), ""),
+		setting.Duration(&c.Recovery, "recovery", c.Recovery, setting.Within(time.Second, 10*time.Minute), ""),
 	}
-	return errors.Join(errs...)
+	return setting.Check(append(c.Settings(), phases...)...)
 }
 
 // Scenario is the drill76 scenario with c's knobs turned.
