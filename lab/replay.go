@@ -15,6 +15,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/internal/setting"
+	"github.com/mercado-lab/mercado/internal/stall"
 	"github.com/mercado-lab/mercado/internal/timing"
 	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/lab/shop"
@@ -272,16 +273,16 @@ func (st stage) send(ctx context.Context) (checkout, error) {
 type take struct {
 	checkout
 	sent   time.Time
-	stalls []stall
+	stalls []stall.Stall
 }
 
 // watched measures the lesson's checkout, watching for stalls of this
 // process while it runs.
 func (st stage) watched(ctx context.Context) (take, error) {
-	watch := watchStalls()
+	watch := stall.Start()
 	t := take{sent: time.Now()}
 	c, err := st.send(ctx)
-	t.stalls = watch.stop()
+	t.stalls = watch.Stop()
 	t.checkout = c
 	return t, err
 }

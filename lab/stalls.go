@@ -3,6 +3,8 @@ package lab
 import (
 	"fmt"
 	"time"
+
+	"github.com/mercado-lab/mercado/internal/stall"
 )
 
 // A replay checks the lesson's arithmetic with real timers, and the
@@ -39,60 +41,6 @@ func untilUndisturbed[R any](once func() (R, string, error)) (R, []string, strin
 	}
 }
 
-// stall is a stretch in which this process did not run: it ended at end
-// and lasted took.
-type stall struct {
-	end  time.Time
-	took time.Duration
-}
-
-// stallWatch notes the stalls of this process: it asks to wake every
-// millisecond, and a wake-up more than a millisecond late is a stall in
-// which no timer of the shop could fire either.
-type stallWatch struct {
-	done   chan struct{}
-	stalls chan []stall
-}
-
-func watchStalls() *stallWatch {
-	w := &stallWatch{done: make(chan struct{}), stalls: make(chan []stall, 1)}
-	go func() {
-		var seen []stall
-		for {
-			select {
-			case <-w.done:
-				w.stalls <- seen
-				return
-			default:
-			}
-			asked := time.Now()
-			time.Sleep(time.Millisecond)
-			now := time.Now()
-			if late := now.Sub(asked) - time.Millisecond; late > time.Millisecond {
-				seen = append(seen, stall{end: now, took: late})
-			}
-		}
-	}()
-	return w
-}
-
-// stop ends the watch and returns the stalls it saw.
-func (w *stallWatch) stop() []stall {
-	close(w.done)
-	return <-w.stalls
-}
-
-// longestStall is the longest of stalls that overlaps [from, to].
-func longestStall(stalls []stall, from, to time.Time) time.Duration {
-	var longest time.Duration
-	for _, s := range stalls {
-		if s.end.After(from) && s.end.Add(-s.took).Before(to) {
-			longest = max(longest, s.took)
-		}
-	}
-	return longest
-}
-
 // hopStalled says why a try was decided by a stall in one of its calls,
 // or "": a call timed out although its work ends well within its timeout.
 func hopStalled(name string, work, timeout time.Duration, outcome string) string {
@@ -108,7 +56,7 @@ func hopStalled(name string, work, timeout time.Duration, outcome string) string
 // although the arithmetic left it time to spare (a margin). Only a stall
 // does that: of this process, which the watch sees, or of the one thread
 // that carried the answer while the others ran, which it cannot.
-func answerStalled(late bool, stalls []stall, deadline time.Time, spare time.Duration) string {
+func answerStalled(late bool, stalls []stall.Stall, deadline time.Time, spare time.Duration) string {
 	if !late || spare <= 0 {
 		return ""
 	}
@@ -116,7 +64,7 @@ func answerStalled(late bool, stalls []stall, deadline time.Time, spare time.Dur
 	// The answer is on its way in the last few spares before the
 	// deadline: orders', the gateway's, and its own travel.
 	window := 4*spare + 2*time.Millisecond
-	if s := longestStall(stalls, deadline.Add(-window), deadline); s > 0 {
+	if s := stall.Longest(stalls, deadline.Add(-window), deadline); s > 0 {
 		return fmt.Sprintf("%s: just before the deadline this process was kept from running %d ms", why, s.Round(time.Millisecond).Milliseconds())
 	}
 	return why + ": a thread of this process was kept from running"

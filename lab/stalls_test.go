@@ -1,10 +1,11 @@
 package lab
 
 import (
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mercado-lab/mercado/internal/stall"
 )
 
 // TestStallsThatDecideATry: a try is measured again only when its outcome
@@ -32,47 +33,24 @@ func TestStallsThatDecideATry(t *testing.T) {
 	}
 
 	deadline := time.Now()
-	at := func(before time.Duration, took time.Duration) stall {
-		return stall{end: deadline.Add(-before), took: took}
+	at := func(before time.Duration, took time.Duration) stall.Stall {
+		return stall.Stall{End: deadline.Add(-before), Took: took}
 	}
 	for _, tc := range []struct {
 		name   string
 		late   bool
-		stalls []stall
+		stalls []stall.Stall
 		spare  time.Duration
 		want   string
 	}{
-		{"in time, stalled", false, []stall{at(4*ms, 8*ms)}, 3 * ms, ""},
-		{"late, stalled just before the deadline", true, []stall{at(4*ms, 8*ms)}, 3 * ms, "kept from running 8 ms"},
-		{"late, no stall the watch saw", true, []stall{at(300*ms, 30*ms)}, 3 * ms, "a thread of this process"},
-		{"late with no margin: the lesson's --margin 0ms", true, []stall{at(2*ms, 8*ms)}, 0, ""},
+		{"in time, stalled", false, []stall.Stall{at(4*ms, 8*ms)}, 3 * ms, ""},
+		{"late, stalled just before the deadline", true, []stall.Stall{at(4*ms, 8*ms)}, 3 * ms, "kept from running 8 ms"},
+		{"late, no stall the watch saw", true, []stall.Stall{at(300*ms, 30*ms)}, 3 * ms, "a thread of this process"},
+		{"late with no margin: the lesson's --margin 0ms", true, []stall.Stall{at(2*ms, 8*ms)}, 0, ""},
 	} {
 		got := answerStalled(tc.late, tc.stalls, deadline, tc.spare)
 		if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: answerStalled = %q, want %q in it", tc.name, got, tc.want)
-		}
-	}
-}
-
-// TestStallWatchSeesAStall: with the one processor kept busy for 60 ms,
-// the watch cannot wake when it asked to; it sees a stall of about the
-// 10 ms the Go scheduler lets a busy goroutine run before it preempts it.
-func TestStallWatchSeesAStall(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	w := watchStalls()
-	time.Sleep(5 * time.Millisecond)
-	from := time.Now()
-	for time.Since(from) < 60*time.Millisecond {
-	}
-	to := time.Now()
-	time.Sleep(5 * time.Millisecond)
-	stalls := w.stop()
-	if got := longestStall(stalls, from, to); got < 3*time.Millisecond {
-		t.Errorf("longest stall while the processor was busy: %v (stalls %+v), want several ms", got, stalls)
-	}
-	for _, s := range stalls {
-		if s.took <= time.Millisecond {
-			t.Errorf("stall %+v: only wake-ups more than 1 ms late are stalls", s)
 		}
 	}
 }

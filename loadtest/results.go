@@ -67,6 +67,9 @@ type ModeResult struct {
 	// the time its schedule gave each one: the measure of whether the
 	// run is valid (a p99 above 10 ms is not).
 	ScheduleLag Lag `json:"schedule_lag"`
+	// LongestStallMS is the longest the generator's process was kept from
+	// running at once during the phases (package stall).
+	LongestStallMS float64 `json:"longest_stall_ms"`
 	// Phases are the scenario's phases with their start and end, in
 	// seconds from the start of this mode's run.
 	Phases []PhaseSpan `json:"phases"`

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/stall"
 	"github.com/mercado-lab/mercado/pkg/deadline"
 )
 
@@ -111,13 +112,16 @@ func runMode(ctx context.Context, sc Scenario, shop Target, m mode.Mode, nonce s
 	go reportProgress(string(m), start, sc.Length(), o.Progress, progressDone)
 
 	rule := o.validity()
+	watch := stall.Start()
 	phased, invalid, err := runPhases(ctx, sc, shop, start, m, fmt.Sprintf("%s-%s", m, nonce), orderID, rule.MinAchieved)
 	if err != nil {
+		watch.Stop()
 		close(progressDone)
 		stopSampling()
 		sampling.Wait()
 		return ModeResult{}, err
 	}
+	stalls := watch.Stop()
 	close(progressDone)
 	stopSampling()
 	sampling.Wait()
@@ -176,6 +180,11 @@ func runMode(ctx context.Context, sc Scenario, shop Target, m mode.Mode, nonce s
 	mr.ScheduleLag = Lag{P50MS: ms(Percentile(lags, 50)), P99MS: ms(Percentile(lags, 99)), MaxMS: ms(Percentile(lags, 100))}
 	if lag := Percentile(lags, 99); lag > rule.MaxLagP99 {
 		invalid = append(invalid, fmt.Sprintf("schedule lag p99 %v (more than %v)", lag.Round(time.Microsecond), rule.MaxLagP99))
+	}
+	longest := stall.Longest(stalls, start, time.Now())
+	mr.LongestStallMS = ms(longest)
+	if longest > rule.MaxStall {
+		invalid = append(invalid, fmt.Sprintf("the generator was kept from running for %v at once (more than %v)", longest.Round(time.Millisecond), rule.MaxStall))
 	}
 	if len(invalid) > 0 {
 		mr.Valid, mr.Invalid = false, strings.Join(invalid, "; ")

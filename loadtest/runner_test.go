@@ -187,15 +187,18 @@ func TestRunIsHeldToItsValidity(t *testing.T) {
 		Phases:  []Phase{{Name: "only", Duration: Duration(time.Second)}},
 		Checks:  []Check{{Name: "browsing answers", Mode: "budgeted", Class: "browse", Figure: "success", AtLeast: ptr(0.5)}},
 	}
-	anyLag := Validity{MinAchieved: DefaultValidity().MinAchieved, MaxLagP99: time.Hour}
-	noLag := Validity{MinAchieved: DefaultValidity().MinAchieved, MaxLagP99: -time.Hour}
+	anyLag := Validity{MinAchieved: DefaultValidity().MinAchieved, MaxLagP99: time.Hour, MaxStall: time.Hour}
+	noLag := Validity{MinAchieved: DefaultValidity().MinAchieved, MaxLagP99: -time.Hour, MaxStall: time.Hour}
+	noStall := Validity{MinAchieved: DefaultValidity().MinAchieved, MaxLagP99: time.Hour, MaxStall: -time.Hour}
 	for _, tc := range []struct {
 		name     string
 		validity *Validity
 		want     Verdict
+		why      string // in the INVALID run's reason
 	}{
-		{"any lag allowed", &anyLag, VerdictPass},
-		{"no lag allowed", &noLag, VerdictInvalid},
+		{"any lag allowed", &anyLag, VerdictPass, ""},
+		{"no lag allowed", &noLag, VerdictInvalid, "schedule lag p99"},
+		{"no stall allowed", &noStall, VerdictInvalid, "kept from running"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := RunScenario(context.Background(), sc, quietShop{srv.URL}, RunOptions{Validity: tc.validity})
@@ -209,8 +212,8 @@ func TestRunIsHeldToItsValidity(t *testing.T) {
 			if tc.want != VerdictInvalid {
 				return
 			}
-			if m.Valid || !strings.Contains(m.Invalid, "schedule lag p99") || !strings.Contains(m.Advice, m.Invalid) || !strings.Contains(m.Advice, "Close other programs") {
-				t.Errorf("valid=%v invalid=%q advice=%q: want INVALID, the lag named, and what to do", m.Valid, m.Invalid, m.Advice)
+			if m.Valid || !strings.Contains(m.Invalid, tc.why) || !strings.Contains(m.Advice, m.Invalid) || !strings.Contains(m.Advice, "Close other programs") {
+				t.Errorf("valid=%v invalid=%q advice=%q: want INVALID, %q named, and what to do", m.Valid, m.Invalid, m.Advice, tc.why)
 			}
 		})
 	}

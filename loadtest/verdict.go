@@ -13,12 +13,18 @@ type Validity struct {
 	// MaxLagP99 is the most the p99 of the schedule lag (each request's
 	// send time less its intended one) may be.
 	MaxLagP99 time.Duration `json:"max_lag_p99"`
+	// MaxStall is the longest the generator's process may have been kept
+	// from running at once (package stall). A stall delays every request
+	// in flight by its length, and a tail figure — a p99.9 of a few
+	// hundred requests is their slowest — then measures the stall.
+	MaxStall time.Duration `json:"max_stall"`
 }
 
 // DefaultValidity is the rule every lab holds its runs to: 99% of the
-// schedule sent, a schedule lag p99 of at most 10 ms.
+// schedule sent, a schedule lag p99 of at most 10 ms, no stall longer
+// than 100 ms (a tenth of the lessons' 1 s deadline).
 func DefaultValidity() Validity {
-	return Validity{MinAchieved: 0.99, MaxLagP99: 10 * time.Millisecond}
+	return Validity{MinAchieved: 0.99, MaxLagP99: 10 * time.Millisecond, MaxStall: 100 * time.Millisecond}
 }
 
 // Verdict is what a run says of its claims, its runs' validity weighed.

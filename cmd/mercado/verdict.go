@@ -27,9 +27,10 @@ const exitStatuses = `Exit status of a lab (and of mercado load):
   1  an error
   2  a usage error
   3  a check failed
-  4  a run was INVALID: the load generator fell behind its schedule (in a
-     replay, a stall of this process decided every try), so its checks are
-     not a measurement; close other programs and run it again
+  4  a run was INVALID: the load generator fell behind its schedule or
+     was kept from running over 100 ms at once (in a replay, a stall of
+     this process decided every try), so its checks are not a measurement;
+     close other programs and run it again
 `
 
 // verdictError is a lab that ran to its end with a verdict other than

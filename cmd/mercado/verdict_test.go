@@ -20,8 +20,8 @@ import (
 // valid cases to one any schedule lag meets (a busy machine must not
 // turn them INVALID), the INVALID case to one no schedule lag meets.
 func TestLabExitStatusIsItsVerdict(t *testing.T) {
-	anyLag := loadtest.Validity{MinAchieved: loadtest.DefaultValidity().MinAchieved, MaxLagP99: time.Hour}
-	noLag := loadtest.Validity{MinAchieved: loadtest.DefaultValidity().MinAchieved, MaxLagP99: -time.Hour}
+	anyLag := loadtest.Validity{MinAchieved: loadtest.DefaultValidity().MinAchieved, MaxLagP99: time.Hour, MaxStall: time.Hour}
+	noLag := loadtest.Validity{MinAchieved: loadtest.DefaultValidity().MinAchieved, MaxLagP99: -time.Hour, MaxStall: time.Hour}
 	for _, tc := range []struct {
 		name     string
 		file     string

@@ -85,7 +85,7 @@ func newHTMLReport(r loadtest.Results) htmlReport {
 	rep.Table.Server.Title = "" // the page's heading says it
 	modes := rep.Table.Modes
 	for _, m := range modes {
-		run := htmlRun{Mode: m.Mode, Valid: m.Valid, Phases: m.Phases, Duration: fmt.Sprintf("%.0f s", runLength(m)), Lag: lagText(m.ScheduleLag)}
+		run := htmlRun{Mode: m.Mode, Valid: m.Valid, Phases: m.Phases, Duration: fmt.Sprintf("%.0f s", runLength(m)), Lag: lagText(m)}
 		if !m.Valid {
 			run.Reason = invalidReason(m)
 			rep.Invalid = append(rep.Invalid, InvalidLine(m))
@@ -492,7 +492,7 @@ ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 
 <section id="runs">
 <h2>Runs</h2>
 {{if .Runs}}<table>
-<thead><tr><th>mode</th><th>valid</th><th class="n">length</th><th>schedule lag</th><th>phases (s from start)</th></tr></thead>
+<thead><tr><th>mode</th><th>valid</th><th class="n">length</th><th>schedule lag; longest stall</th><th>phases (s from start)</th></tr></thead>
 <tbody>
 {{range .Runs}}<tr><td>{{.Mode}}</td><td>{{if .Valid}}<span class="ok">valid</span>{{else}}<span class="bad">INVALID: {{.Reason}}</span>{{end}}</td><td class="n">{{.Duration}}</td><td>{{.Lag}}</td><td>{{range $i, $p := .Phases}}{{if $i}}<br>{{end}}{{$p.Name}} {{seconds $p.StartS}}–{{seconds $p.EndS}}{{if $p.Faulty}} <strong>(faults)</strong>{{end}}{{end}}</td></tr>
 {{end}}</tbody>

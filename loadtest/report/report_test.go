@@ -76,12 +76,13 @@ func sampleResults() loadtest.Results {
 		BreakerState: map[string][]float64{"orders/payments": make([]float64, 10)},
 	}
 	budgeted := loadtest.ModeResult{
-		Mode:        "budgeted",
-		Valid:       false,
-		Invalid:     "generator fell behind: schedule lag p99 14ms",
-		ScheduleLag: loadtest.Lag{P50MS: 1.2, P99MS: 14, MaxMS: 31.5},
-		Phases:      phases,
-		Mechanisms:  &budgetedMechanisms,
+		Mode:           "budgeted",
+		Valid:          false,
+		Invalid:        "generator fell behind: schedule lag p99 14ms",
+		ScheduleLag:    loadtest.Lag{P50MS: 1.2, P99MS: 14, MaxMS: 31.5},
+		LongestStallMS: 27,
+		Phases:         phases,
+		Mechanisms:     &budgetedMechanisms,
 		Classes: []loadtest.Summary{
 			{Class: "checkout", Requests: 200, OK: 190, Good: 190, SuccessRatio: 0.95, Goodput: 19, P50MS: 60, P90MS: 400, P99MS: 800, P999MS: 900, MaxMS: 950,
 				Failures: map[string]int{loadtest.FailBreaker: 6, loadtest.FailBudget: 4}},
@@ -316,7 +317,7 @@ func TestWriteTable(t *testing.T) {
 	for _, want := range []string{
 		"Scenario: slow-payments",
 		"!!! budgeted run INVALID: generator fell behind: schedule lag p99 14ms: the load generator fell behind its schedule on a busy machine. Close other programs",
-		"Schedule lag, budgeted: p50 1.2 ms, p99 14.0 ms, max 31.5 ms",
+		"Schedule lag, budgeted: p50 1.2 ms, p99 14.0 ms, max 31.5 ms; longest stall 27 ms",
 		"budgeted (INVALID)",
 		"budgeted/naive",
 	} {
@@ -448,9 +449,9 @@ func ExampleWriteTable() {
 		Scenario: "demo",
 		Modes: []loadtest.ModeResult{
 			{Mode: "budgeted", Valid: true, Classes: []loadtest.Summary{{Class: "checkout", Requests: 100, SuccessRatio: 0.9, Goodput: 9, P50MS: 40, P99MS: 300, MaxMS: 400}},
-				Server: loadtest.ServerFigures{LateCompletions: 1, Retries: 5}, ScheduleLag: loadtest.Lag{P50MS: 0.2, P99MS: 1.4, MaxMS: 3.1}},
+				Server: loadtest.ServerFigures{LateCompletions: 1, Retries: 5}, ScheduleLag: loadtest.Lag{P50MS: 0.2, P99MS: 1.4, MaxMS: 3.1}, LongestStallMS: 4},
 			{Mode: "naive", Valid: false, Invalid: "sent 90 of 100 checkout requests", Classes: []loadtest.Summary{{Class: "checkout", Requests: 90, SuccessRatio: 0.5, Goodput: 4.5, P50MS: 80, P99MS: 2000, MaxMS: 2500}},
-				Server: loadtest.ServerFigures{LateCompletions: 40}, ScheduleLag: loadtest.Lag{P50MS: 0.3, P99MS: 2.6, MaxMS: 8.8}},
+				Server: loadtest.ServerFigures{LateCompletions: 40}, ScheduleLag: loadtest.Lag{P50MS: 0.3, P99MS: 2.6, MaxMS: 8.8}, LongestStallMS: 12},
 		},
 		Checks:  []loadtest.CheckResult{{Check: loadtest.Check{Name: "budgeted succeeds", AtLeast: new(0.8)}, Pass: true, Value: 0.9, Bound: 0.8}},
 		Verdict: loadtest.VerdictInvalid,
@@ -458,8 +459,8 @@ func ExampleWriteTable() {
 	// Output:
 	// Scenario: demo
 	//
-	// Schedule lag, naive: p50 0.3 ms, p99 2.6 ms, max 8.8 ms
-	// Schedule lag, budgeted: p50 0.2 ms, p99 1.4 ms, max 3.1 ms
+	// Schedule lag, naive: p50 0.3 ms, p99 2.6 ms, max 8.8 ms; longest stall 12 ms
+	// Schedule lag, budgeted: p50 0.2 ms, p99 1.4 ms, max 3.1 ms; longest stall 4 ms
 	//
 	// !!! naive run INVALID: sent 90 of 100 checkout requests: the load generator fell behind its schedule on a busy machine. Close other programs and run it again, or lower the rates (or run a shorter scenario)
 	//

@@ -35,7 +35,7 @@ func WriteTable(w io.Writer, r loadtest.Results) {
 		return
 	}
 	for _, m := range c.Modes {
-		fmt.Fprintf(w, "Schedule lag, %s: %s\n", oneLine(m.Mode), lagText(m.ScheduleLag))
+		fmt.Fprintf(w, "Schedule lag, %s: %s\n", oneLine(m.Mode), lagText(m))
 	}
 	fmt.Fprintln(w)
 	invalid := false
@@ -437,7 +437,9 @@ func baselineRank(mode string) int {
 	return 1
 }
 
-// lagText is a run's schedule lag as the table and the report show it.
-func lagText(l loadtest.Lag) string {
-	return fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, max %.1f ms", l.P50MS, l.P99MS, l.MaxMS)
+// lagText is a run's schedule lag and longest stall as the table and the
+// report show them.
+func lagText(m loadtest.ModeResult) string {
+	l := m.ScheduleLag
+	return fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, max %.1f ms; longest stall %.0f ms", l.P50MS, l.P99MS, l.MaxMS, m.LongestStallMS)
 }
