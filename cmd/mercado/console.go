@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,6 +40,7 @@ func runConsole(ctx context.Context, args []string, getenv func(string) string, 
 	cfg.Shared.RegisterFlags(fs)
 	ephemeral := fs.Bool("ephemeral-ports", false, "listen on free loopback ports instead of 8080-8084, 9080-9085")
 	fs.BoolVar(&cfg.Network, "network-proxy", cfg.Network, "put a fault proxy on every link between the services (the console's network faults)")
+	preset := fs.String("preset", "", "a lesson preset to apply once the shop is up, as its button does: "+console.PresetNames())
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err
 	}
@@ -48,13 +50,26 @@ func runConsole(ctx context.Context, args []string, getenv func(string) string, 
 	if err := cfg.Validate(); err != nil {
 		return usagef("lab console: %w", err)
 	}
+	if *preset != "" {
+		if _, err := console.LookupPreset(*preset); err != nil {
+			return usagef("lab console: --preset: %w", err)
+		}
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Gateway.Console = console.Gateway(log)
 	s, err := shop.Start(ctx, cfg, log)
 	if err != nil {
 		return fmt.Errorf("lab console: %w", portTaken(err, portTakenHint))
 	}
-	fmt.Fprintf(stdout, "Mercado's live console: http://%s/console/\n", s.Gateway.AdminAddr)
+	page := "http://" + s.Gateway.AdminAddr + "/console/"
+	if *preset != "" {
+		res, err := console.ApplyPreset(ctx, page, cfg.Shared.AdminToken, *preset)
+		if err != nil {
+			return errors.Join(fmt.Errorf("lab console: %w", err), s.Stop())
+		}
+		fmt.Fprintf(stdout, "Lesson preset %s: %s\n", res.Preset.Title, res.Preset.Watch)
+	}
+	fmt.Fprintf(stdout, "Mercado's live console: %s\n", page)
 	fmt.Fprintf(stdout, "The shop's public API:  %s (Ctrl-C stops both)\n", s.GatewayURL())
 	return s.Wait()
 }

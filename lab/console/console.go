@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/admin"
@@ -54,6 +55,9 @@ type Console struct {
 	traffic *traffic
 	chain   *chain
 	runs    *runs
+
+	mu     sync.Mutex
+	preset string // the lesson preset last applied, "" before any
 }
 
 // Tick is how often the console samples the shop and pushes a tick.
@@ -157,6 +161,7 @@ func (c *Console) routes() *http.ServeMux {
 	mux.HandleFunc("DELETE /console/api/traffic", guard(c.stopTraffic))
 	mux.HandleFunc("POST /console/api/checkout", guard(c.postCheckout))
 	mux.HandleFunc("POST /console/api/scenario", guard(c.postScenario))
+	mux.HandleFunc("POST /console/api/presets/{name}", guard(c.postPreset))
 	mux.HandleFunc("DELETE /console/api/scenario", guard(c.stopScenario))
 	mux.HandleFunc("GET /console/runs/{n}/report.html", c.getReport)
 	mux.Handle("/", admin.Fallback(mux, "no such console route"))

@@ -163,6 +163,7 @@ func TestChangesNeedTheToken(t *testing.T) {
 		{http.MethodPost, "api/checkout", ""},
 		{http.MethodPost, "api/scenario", `{"name":"lesson7"}`},
 		{http.MethodDelete, "api/scenario", ""},
+		{http.MethodPost, "api/presets/lesson7", ""},
 	}
 	for _, tok := range []string{"", "wrong"} {
 		for _, c := range changes {
@@ -214,6 +215,7 @@ func TestBadInputIsAProblem(t *testing.T) {
 		{"no run to stop", http.MethodDelete, "api/scenario", "", "", 409, "no scenario is running"},
 		{"no such report", http.MethodGet, "runs/7/report.html", "", "", 404, "no such report"},
 		{"checkout deadline", http.MethodPost, "api/checkout", "application/json", `{"deadline_ms":1}`, 400, "deadline_ms must be"},
+		{"unknown lesson preset", http.MethodPost, "api/presets/lesson99", "", "", 404, "choose lesson7, drill76, healthy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, ctype, body := call(t, tc.method, base+tc.path, "", tc.ctype, tc.body)
@@ -252,6 +254,71 @@ func TestOneCheckoutShowsItsHops(t *testing.T) {
 	if !(rem["orders"] <= 1000 && rem["orders"] > rem["payments"] && rem["payments"] >= rem["shipping"]+50) {
 		t.Errorf("remaining budget orders %.1f, payments %.1f, shipping %.1f ms: want it shrinking along the chain, by payments' 60 ms before shipping",
 			rem["orders"], rem["payments"], rem["shipping"])
+	}
+}
+
+// A lesson preset sets the shop up in one step, as the lesson's scenario
+// phase has it, and its first checkouts show the lesson: lesson 7's chain,
+// budgeted, arrives with ~1200 ms, reaches payments with what catalog's
+// 280 ms left, and clips the degraded shipping to the rest. Reset returns
+// to a healthy shop.
+func TestLessonPresetSetsUpTheShop(t *testing.T) {
+	_, base := startShop(t, shop.EphemeralConfig())
+	res, err := console.ApplyPreset(context.Background(), base, "", "lesson7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.State
+	if st.Preset != "lesson7" || !st.Traffic.Running || st.Traffic.DeadlineMS != 1200 || st.Traffic.Checkout != 10 {
+		t.Errorf("state after lesson7: preset %q, traffic %+v; want lesson7, running 10 checkouts/s with a 1200 ms deadline", st.Preset, st.Traffic)
+	}
+	want := map[string]string{"catalog": "ReserveStock:latency=280ms", "payments": "CreateCharge:latency=760ms", "shipping": "CreateShipment:hang=5s"}
+	for _, svc := range st.Services {
+		var got string
+		for method, spec := range svc.Faults {
+			got = method + ":" + spec.String()
+		}
+		if len(svc.Faults) > 1 || got != want[svc.Name] || svc.Mode == nil || svc.Mode.Mode != mode.Budgeted {
+			t.Errorf("%s after lesson7: faults %q, mode %+v; want %q, budgeted", svc.Name, got, svc.Mode, want[svc.Name])
+		}
+	}
+
+	// The traffic's first checkouts reach the chain; read one's hops.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	var co console.Checkout
+	for co.N == 0 {
+		if name, data := readEvent(t, r); name == "checkout" {
+			if err := json.Unmarshal([]byte(data), &co); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hops := map[string]console.Hop{}
+	for _, h := range co.Hops {
+		hops[h.Name] = h
+	}
+	orders, payments, shipping := hops["orders"].RemMS, hops["payments"].RemMS, hops["shipping"]
+	if orders < 1150 || orders > 1200 || payments < orders-330 || payments > orders-280 || shipping.RemMS > payments-760 || shipping.Outcome != "budget_exhausted" {
+		t.Errorf("lesson 7's chain: orders %.1f, payments %.1f, shipping %.1f ms left (%s); want ~1200 → ~917 → ~150, shipping clipped",
+			orders, payments, shipping.RemMS, shipping.Outcome)
+	}
+
+	res, err = console.ApplyPreset(context.Background(), base, "", "healthy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range res.State.Services {
+		if len(svc.Faults) != 0 || svc.Mode == nil || svc.Mode.Mode != mode.Budgeted {
+			t.Errorf("%s after the reset: faults %v, mode %+v; want none, budgeted", svc.Name, svc.Faults, svc.Mode)
+		}
 	}
 }
 

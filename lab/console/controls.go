@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -30,6 +31,10 @@ type State struct {
 	// Modes and Scenarios are what the controls offer.
 	Modes     []mode.Mode `json:"modes"`
 	Scenarios []string    `json:"scenarios"`
+	Presets   []Preset    `json:"presets"`
+	// Preset is the lesson preset last applied ("" before any): the
+	// shop may have been changed by hand since.
+	Preset string `json:"preset,omitempty"`
 	// TokenRequired tells the page that changes need the admin token.
 	TokenRequired bool `json:"token_required"`
 }
@@ -64,7 +69,10 @@ func (c *Console) state(ctx context.Context) State {
 	defer cancel()
 	names := c.services()
 	st := State{Services: make([]ServiceState, len(names)), Modes: mode.Modes(), Scenarios: loadtest.Builtin(),
-		Traffic: c.traffic.rates(), Run: c.runs.current(), TokenRequired: c.o.Token != ""}
+		Traffic: c.traffic.rates(), Run: c.runs.current(), TokenRequired: c.o.Token != "", Presets: Presets}
+	c.mu.Lock()
+	st.Preset = c.preset
+	c.mu.Unlock()
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
@@ -178,11 +186,14 @@ type NetworkChange struct {
 	Spec string `json:"spec"`
 }
 
+// errNoProxies is a network fault asked of a shop without fault proxies.
+var errNoProxies = errors.New("this shop has no fault proxies between its services (serve it with --network-proxy)")
+
 // wire is the wire's admin client, or false once it has answered 409 for
 // a shop without fault proxies.
 func (c *Console) wire(w http.ResponseWriter, r *http.Request) (*admin.Client, bool) {
 	if c.network == nil {
-		problem.Write(w, r, http.StatusConflict, "this shop has no fault proxies between its services (serve it with --network-proxy)")
+		problem.Write(w, r, http.StatusConflict, errNoProxies.Error())
 		return nil, false
 	}
 	if link := r.PathValue("link"); link != "" {

@@ -219,7 +219,7 @@ func (c *Console) postScenario(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sc.UsesNetwork() && c.network == nil {
-		problem.Write(w, r, http.StatusConflict, req.Name+" sets network faults, and this shop has no fault proxies (serve it with --network-proxy)")
+		problem.Write(w, r, http.StatusConflict, req.Name+" sets network faults, and "+errNoProxies.Error())
 		return
 	}
 	if req.Quick {

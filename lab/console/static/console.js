@@ -120,7 +120,7 @@ function drawState(st) {
   $("#mode-now").textContent = same
     ? "Mode: " + modes[0] + " · all " + modes.length + " services"
     : "Mode: mixed · " + st.services.map((s, i) => s.name + " " + modes[i]).join(", ");
-  for (const b of document.querySelectorAll(".preset")) {
+  for (const b of document.querySelectorAll(".mode-choice")) {
     b.setAttribute("aria-pressed", String(b.dataset.mode === gwMode && same));
   }
   if (gw && gw.mode && !view.mechanismsDirty) drawMechanisms(gw.mode.mechanisms);
@@ -132,6 +132,29 @@ function drawState(st) {
     : "○ stopped";
   drawScenarios(st);
   drawRun(st.run);
+  drawLessons(st);
+}
+
+// drawLessons draws a button per lesson preset once, and marks the one
+// last applied with what to watch.
+function drawLessons(st) {
+  const box = $("#lessons");
+  if (!box.children.length) {
+    for (const p of st.presets) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "lesson";
+      b.dataset.preset = p.name;
+      b.title = p.watch;
+      b.textContent = p.title;
+      box.append(b);
+      b.addEventListener("click", () =>
+        act("Applied " + p.title, async () => (await send("POST", "api/presets/" + p.name)).preset.watch));
+    }
+  }
+  for (const b of box.children) b.setAttribute("aria-pressed", String(b.dataset.preset === st.preset));
+  const now = st.presets.find((p) => p.name === st.preset);
+  if (now) $("#lesson-watch").textContent = now.title + ": " + now.watch;
 }
 
 function drawMechanisms(mech) {
@@ -630,7 +653,7 @@ function dur(id) {
 }
 
 function wire() {
-  for (const b of document.querySelectorAll(".preset")) {
+  for (const b of document.querySelectorAll(".mode-choice")) {
     b.addEventListener("click", () => act("Switched the shop to " + b.dataset.mode, () => send("PUT", "api/mode", { mode: b.dataset.mode })));
   }
   $("#apply-mechanisms").addEventListener("click", () => {

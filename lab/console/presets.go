@@ -1,0 +1,199 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mercado-lab/mercado/internal/admin"
+	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/problem"
+	"github.com/mercado-lab/mercado/loadtest"
+)
+
+// Preset sets the whole shop up for a lesson in one step: the mode, the
+// faults and network faults of one phase of a built-in scenario, and that
+// scenario's traffic and deadline, sent by the console. The lesson's
+// setup is the scenario's: a preset only says which scenario and phase,
+// the mode to start in, and what to watch. (A mode is a preset of the
+// mechanisms; a lesson preset starts from one.)
+type Preset struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	// Watch says in one sentence what the preset shows and what to do
+	// next.
+	Watch string    `json:"watch"`
+	Mode  mode.Mode `json:"mode"`
+	// Scenario and Phase are where the faults, the traffic and the
+	// deadline come from; no scenario is a healthy shop at the
+	// console's own traffic.
+	Scenario string `json:"scenario,omitempty"`
+	Phase    string `json:"phase,omitempty"`
+}
+
+// Presets are the lesson presets, in the course's order; the last one
+// resets the shop.
+var Presets = []Preset{
+	{Name: "lesson7", Title: "Lesson 7", Mode: mode.Budgeted, Scenario: "lesson7", Phase: "shipping degraded",
+		Watch: "The chain: the budget shrinks hop by hop (catalog 280 ms, payments 760 ms) and shipping, degraded, is clipped to what is left; switch to naive and the checkouts end past the deadline."},
+	{Name: "drill76", Title: "Drill 76", Mode: mode.Naive, Scenario: "drill76", Phase: "carrier hangs",
+		Watch: "Browsing: the carrier hangs under 100 checkouts/s, and in naive mode the shared pool fills and browsing goes dark; switch to budgeted and it turns green within seconds."},
+	{Name: "healthy", Title: "Reset",
+		Watch: "A healthy shop: budgeted, no faults, the console's own traffic."},
+}
+
+// healthyRates is the console's own traffic: the page's defaults.
+var healthyRates = Rates{Checkout: 20, Browse: 10, DeadlineMS: 1000}
+
+// PresetNames lists the presets' names for a message.
+func PresetNames() string {
+	names := make([]string, len(Presets))
+	for i, p := range Presets {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// LookupPreset is the preset named name.
+func LookupPreset(name string) (Preset, error) {
+	i := slices.IndexFunc(Presets, func(p Preset) bool { return p.Name == name })
+	if i < 0 {
+		return Preset{}, fmt.Errorf("no lesson preset %q: choose %s", name, PresetNames())
+	}
+	return Presets[i], nil
+}
+
+// setup is what applying p puts in force.
+type setup struct {
+	mode      mode.Mode
+	overrides mode.Overrides
+	faults    map[string]string
+	network   map[string]string
+	rates     Rates
+}
+
+// setup reads p's scenario and phase.
+func (p Preset) setup() (setup, error) {
+	if p.Scenario == "" {
+		return setup{mode: mode.Budgeted, rates: healthyRates}, nil
+	}
+	sc, err := loadtest.LoadScenario(p.Scenario)
+	if err != nil {
+		return setup{}, err
+	}
+	i := slices.IndexFunc(sc.Phases, func(ph loadtest.Phase) bool { return ph.Name == p.Phase })
+	if i < 0 {
+		return setup{}, fmt.Errorf("preset %s: scenario %s has no phase %q", p.Name, p.Scenario, p.Phase)
+	}
+	ph := sc.Phases[i]
+	s := setup{mode: p.Mode, faults: ph.Faults, network: ph.Network, rates: Rates{DeadlineMS: time.Duration(sc.Deadline).Milliseconds()}}
+	if sc.Shop.Mechanisms != "" {
+		if err := s.overrides.Set(sc.Shop.Mechanisms); err != nil {
+			return setup{}, fmt.Errorf("preset %s: %w", p.Name, err)
+		}
+	}
+	rate := func(class string) float64 {
+		if r, ok := ph.Rates[class]; ok {
+			return r
+		}
+		return sc.Classes[class].Rate
+	}
+	s.rates.Checkout, s.rates.Browse, s.rates.Export = rate("checkout"), rate("browse"), rate("export")
+	if err := s.rates.validate(); err != nil {
+		return setup{}, fmt.Errorf("preset %s: its traffic: %w", p.Name, err)
+	}
+	return s, nil
+}
+
+// PresetResult is the answer to applying a preset: the preset, and the
+// state the shop is in now, read back from the admin APIs.
+type PresetResult struct {
+	Preset Preset `json:"preset"`
+	State  State  `json:"state"`
+}
+
+// applyPreset puts p in force: the mode first (a switch resets breakers
+// and pools), then the faults and the wire, then the traffic.
+func (c *Console) applyPreset(ctx context.Context, p Preset) error {
+	s, err := p.setup()
+	if err != nil {
+		return err
+	}
+	if len(s.network) > 0 && c.network == nil {
+		return errNoProxies
+	}
+	if err := c.shop.Switch(ctx, s.mode, s.overrides); err != nil {
+		return err
+	}
+	if err := c.shop.SetFaults(ctx, s.faults); err != nil {
+		return err
+	}
+	if c.network != nil {
+		if err := c.shop.SetNetwork(ctx, s.network); err != nil {
+			return err
+		}
+	}
+	c.traffic.start(s.rates)
+	c.mu.Lock()
+	c.preset = p.Name
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Console) postPreset(w http.ResponseWriter, r *http.Request) {
+	p, err := LookupPreset(r.PathValue("name"))
+	if err != nil {
+		problem.Write(w, r, http.StatusNotFound, err.Error())
+		return
+	}
+	if c.runs.busy() {
+		problem.Write(w, r, http.StatusConflict, "a scenario is running: stop it first (DELETE /console/api/scenario), then apply "+p.Name)
+		return
+	}
+	switch err := c.applyPreset(r.Context(), p); {
+	case errors.Is(err, errNoProxies):
+		problem.Write(w, r, http.StatusConflict, p.Name+" sets network faults, and "+err.Error())
+		return
+	case err != nil:
+		upstreamError(w, r, err)
+		return
+	}
+	c.o.Log.Info("lesson preset applied from the console", "preset", p.Name)
+	writeJSON(w, http.StatusOK, PresetResult{Preset: p, State: c.state(r.Context())})
+}
+
+// ApplyPreset applies the preset named name through the console at base
+// (its URL, ending in /console/), as the page's button does, with the
+// admin token when the shop needs one.
+func ApplyPreset(ctx context.Context, base, token, name string) (PresetResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/api/presets/"+url.PathEscape(name), nil)
+	if err != nil {
+		return PresetResult{}, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Timeout: admin.DefaultTimeout}).Do(req)
+	if err != nil {
+		return PresetResult{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var p struct {
+			Detail string `json:"detail"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&p)
+		return PresetResult{}, fmt.Errorf("preset %s: %s: %s", name, resp.Status, p.Detail)
+	}
+	var res PresetResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return PresetResult{}, fmt.Errorf("preset %s: reading the answer: %w", name, err)
+	}
+	return res, nil
+}
