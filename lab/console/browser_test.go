@@ -223,6 +223,33 @@ func TestConsoleInChromium(t *testing.T) {
 		waitFor(t, "the traffic stopped", `document.querySelector("#traffic-now").textContent.includes("stopped")`)
 	})
 
+	t.Run("a lesson preset sets the shop up in one click", func(t *testing.T) {
+		run(t, "click Lesson 7", chromedp.Click(chromedp.CSS(`button[data-preset="lesson7"]`)))
+		waitFor(t, "the preset confirmed, with what to watch", `document.querySelector("#message").textContent.startsWith("✓ Applied Lesson 7. The chain")`)
+		waitFor(t, "the traffic form showing the lesson's traffic", `document.querySelector("#rate-checkout").value === "10" && document.querySelector("#deadline").value === "1200"`)
+		waitFor(t, "the button pressed and its sentence shown", `document.querySelector('button[data-preset="lesson7"]').getAttribute("aria-pressed") === "true" && document.querySelector("#lesson-watch").textContent.startsWith("Lesson 7: ")`)
+		// Lesson 7's chain, budgeted: ~1200 ms on arrival at orders, what
+		// catalog's 280 ms left at payments, and shipping clipped to the
+		// rest, once a checkout of the preset's traffic is shown.
+		waitFor(t, "lesson 7's chain", `(() => {
+			const rem = (hop) => { const r = document.querySelector('#hops tr[data-hop="' + hop + '"]'); return r ? Number(r.dataset.rem) : NaN };
+			return rem("orders") > 1150 && rem("payments") < rem("orders") - 270 && rem("shipping") < rem("payments") - 700 })()`)
+		run(t, "click Reset", chromedp.Click(chromedp.CSS(`button[data-preset="healthy"]`)))
+		eventually(t, "every fault cleared", func() error {
+			for _, p := range s.Processes() {
+				v, err := admin.Client{URL: "http://" + p.AdminAddr}.Faults(ctx)
+				if err != nil {
+					return err
+				}
+				if len(v.Faults) > 0 {
+					return fmt.Errorf("%s has faults %v", p.Name, v.Faults)
+				}
+			}
+			return nil
+		})
+		run(t, "stop traffic", chromedp.Click(chromedp.CSS("#stop-traffic")))
+	})
+
 	message, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#message")))
 	mu.Lock()
 	defer mu.Unlock()

@@ -149,7 +149,16 @@ function drawLessons(st) {
       b.textContent = p.title;
       box.append(b);
       b.addEventListener("click", () =>
-        act("Applied " + p.title, async () => (await send("POST", "api/presets/" + p.name)).preset.watch));
+        act("Applied " + p.title, async () => {
+          const res = await send("POST", "api/presets/" + p.name);
+          view.selected = null; // follow the lesson's checkouts
+          const tr = res.state.traffic; // the traffic form shows what now runs
+          $("#rate-checkout").value = tr.checkout;
+          $("#rate-browse").value = tr.browse;
+          $("#rate-export").value = tr.export;
+          $("#deadline").value = tr.deadline_ms;
+          return res.preset.watch;
+        }));
     }
   }
   for (const b of box.children) b.setAttribute("aria-pressed", String(b.dataset.preset === st.preset));
