@@ -103,8 +103,9 @@ type Options struct {
 	Base string
 	// Duration is how long to send for.
 	Duration time.Duration
-	// OnSample, if set, sees every sample as it arrives (progress, time
-	// series). It is called from one goroutine per class.
+	// OnSample, if set, sees every sample as it arrives (progress, live
+	// charts), timed from the schedule as far as it is known by then. It
+	// is called from one goroutine per class.
 	OnSample func(Sample)
 }
 
@@ -185,17 +186,23 @@ func runClass(ctx context.Context, o Options, c Class) []Sample {
 			s.OrderID = acceptedOrder(r)
 		}
 		samples = append(samples, s)
+		if o.OnSample != nil {
+			o.OnSample(s.fromSchedule(began, interval))
+		}
 	}
 	slices.SortFunc(samples, func(a, b Sample) int { return cmp.Compare(a.Seq, b.Seq) })
 	for i := range samples {
-		s := &samples[i]
-		s.Intended = began.Add(time.Duration(s.Seq) * interval)
-		s.Latency = s.Sent.Add(s.Latency).Sub(s.Intended)
-		if o.OnSample != nil {
-			o.OnSample(*s)
-		}
+		samples[i] = samples[i].fromSchedule(began, interval)
 	}
 	return samples
+}
+
+// fromSchedule is s, whose Latency runs from its send, timed from when
+// the schedule that began at began meant to send it instead.
+func (s Sample) fromSchedule(began time.Time, interval time.Duration) Sample {
+	s.Intended = began.Add(time.Duration(s.Seq) * interval)
+	s.Latency = s.Sent.Add(s.Latency).Sub(s.Intended)
+	return s
 }
 
 // degraded reports an answer whose JSON body has a non-empty "degraded"

@@ -31,6 +31,9 @@ import (
 type RunOptions struct {
 	// Progress is told how far each mode's run has got.
 	Progress func(mode string, done, total time.Duration)
+	// OnSample, when set, sees each mode's samples as they arrive
+	// (Options.OnSample): the console charts a run live.
+	OnSample func(mode string, s Sample)
 	// CPU, when set, reads the shop's CPU time (in-process runs), for CPU
 	// seconds per good checkout.
 	CPU func() time.Duration
@@ -113,7 +116,11 @@ func runMode(ctx context.Context, sc Scenario, shop Target, m mode.Mode, nonce s
 
 	rule := o.validity()
 	watch := stall.Start()
-	phased, invalid, err := runPhases(ctx, sc, shop, start, m, fmt.Sprintf("%s-%s", m, nonce), orderID, rule.MinAchieved)
+	var onSample func(Sample)
+	if o.OnSample != nil {
+		onSample = func(s Sample) { o.OnSample(string(m), s) }
+	}
+	phased, invalid, err := runPhases(ctx, sc, shop, start, m, fmt.Sprintf("%s-%s", m, nonce), orderID, rule.MinAchieved, onSample)
 	if err != nil {
 		watch.Stop()
 		close(progressDone)
@@ -272,8 +279,9 @@ type phaseRun struct {
 // for. (Waiting for them would pause the arrivals between phases — the
 // load would turn closed-loop exactly when the shop is slowest.) Faults
 // change at each phase's start. It reports every phase whose generator
-// sent less than minAchieved of what its schedule asked.
-func runPhases(ctx context.Context, sc Scenario, shop Target, start time.Time, m mode.Mode, keyPrefix, orderID string, minAchieved float64) ([]phaseRun, []string, error) {
+// sent less than minAchieved of what its schedule asked; onSample, when
+// set, sees the samples as they arrive.
+func runPhases(ctx context.Context, sc Scenario, shop Target, start time.Time, m mode.Mode, keyPrefix, orderID string, minAchieved float64, onSample func(Sample)) ([]phaseRun, []string, error) {
 	out := make([]phaseRun, len(sc.Phases))
 	errs := make([]error, len(sc.Phases))
 	var wg sync.WaitGroup
@@ -313,7 +321,7 @@ func runPhases(ctx context.Context, sc Scenario, shop Target, start time.Time, m
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i].samples, errs[i] = Run(ctx, Options{Base: shop.URL(), Duration: time.Duration(p.Duration)}, classes...)
+			out[i].samples, errs[i] = Run(ctx, Options{Base: shop.URL(), Duration: time.Duration(p.Duration), OnSample: onSample}, classes...)
 		}()
 		offset += time.Duration(p.Duration)
 	}

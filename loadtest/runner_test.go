@@ -68,7 +68,7 @@ func TestEachPhaseCountsItsOwn(t *testing.T) {
 			{Name: "fast", Duration: Duration(time.Second), Rates: map[string]float64{"browse": 40}},
 		},
 	}
-	runs, _, err := runPhases(context.Background(), sc, countingShop{quietShop{srv.URL}, &received}, time.Now(), mode.Naive, "k", "none", DefaultValidity().MinAchieved)
+	runs, _, err := runPhases(context.Background(), sc, countingShop{quietShop{srv.URL}, &received}, time.Now(), mode.Naive, "k", "none", DefaultValidity().MinAchieved, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

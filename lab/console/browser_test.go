@@ -250,6 +250,24 @@ func TestConsoleInChromium(t *testing.T) {
 		run(t, "stop traffic", chromedp.Click(chromedp.CSS("#stop-traffic")))
 	})
 
+	t.Run("a scenario run from the page is charted live and ends with its claims", func(t *testing.T) {
+		run(t, "run lesson7, quick",
+			chromedp.SetValue(chromedp.CSS("#scenario"), "lesson7"),
+			chromedp.Click(chromedp.CSS("#run-scenario")))
+		waitFor(t, "the run's answers on the goodput chart while it runs, its faulty phases shaded",
+			`document.querySelector("#run").textContent.includes("· running") && Number(document.querySelector("#chart-goodput").dataset.points) >= 3 && document.querySelectorAll("#chart-goodput rect.band").length > 0`)
+		waitFor(t, "the verdict", `document.querySelector("#run").textContent.includes("Verdict: ")`)
+		claims := evaluate[[]string](t, ctx, `[...document.querySelectorAll("#run li")].map((li) => li.textContent)`)
+		if len(claims) == 0 {
+			t.Fatal("the finished run shows no claims")
+		}
+		for _, c := range claims {
+			if !strings.HasPrefix(c, "PASS  ") && !strings.HasPrefix(c, "FAIL  ") || !strings.Contains(c, ": ") {
+				t.Errorf("claim %q: want PASS or FAIL, the claim in words, and the measured value", c)
+			}
+		}
+	})
+
 	message, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#message")))
 	mu.Lock()
 	defer mu.Unlock()

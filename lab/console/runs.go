@@ -43,9 +43,23 @@ type RunState struct {
 	// schedule. Invalid says, for each such mode, why and what to do.
 	Verdict loadtest.Verdict `json:"verdict,omitempty"`
 	Invalid []string         `json:"invalid,omitempty"`
+	// Bands are the stretches of the run so far, each mode's phases in
+	// order, on the clock of the live charts, which draw them.
+	Bands []Band `json:"bands,omitempty"`
 	// Report is the link to the run's report, once done.
 	Report string `json:"report,omitempty"`
 	Error  string `json:"error,omitempty"`
+}
+
+// Band is one phase of one mode's run, from FromMS to ToMS (Unix ms, as
+// its schedule has it: a running phase's end is still to come), with its
+// faults on or not.
+type Band struct {
+	Mode    mode.Mode `json:"mode"`
+	Phase   string    `json:"phase"`
+	FaultOn bool      `json:"fault_on"`
+	FromMS  int64     `json:"from_ms"`
+	ToMS    int64     `json:"to_ms"`
 }
 
 // runs runs one scenario at a time against the shop, and keeps the last
@@ -109,7 +123,7 @@ func (r *runs) start(sc loadtest.Scenario, quick bool) (RunState, error) {
 	if r.stop != nil {
 		return RunState{}, errors.New("a scenario is running already (DELETE /console/api/scenario stops it)")
 	}
-	r.traffic.halt()
+	r.traffic.follow(time.Duration(sc.Deadline))
 	r.n++
 	ctx, stop := context.WithCancel(r.ctx)
 	r.stop = stop
@@ -123,12 +137,21 @@ func (r *runs) run(ctx context.Context, n int, sc loadtest.Scenario) {
 	progress := func(m string, done, _ time.Duration) {
 		i := slices.Index(sc.Modes, mode.Mode(m))
 		p := phaseAt(sc, done)
+		now := time.Now()
 		r.update(func(s *RunState) {
 			s.Mode, s.Phase, s.FaultOn, s.Faults = mode.Mode(m), p.Name, len(p.Faults) > 0 || len(p.Network) > 0, describeFaults(p)
 			s.DoneS = float64(max(i, 0))*sc.Length().Seconds() + done.Seconds()
+			if !slices.ContainsFunc(s.Bands, func(b Band) bool { return b.Mode == s.Mode }) {
+				s.Bands = append(s.Bands, bands(sc, s.Mode, now.Add(-done))...)
+			}
 		})
 	}
-	res, err := loadtest.RunScenario(ctx, sc, r.shop, loadtest.RunOptions{Progress: progress})
+	// The charts show the run's answers as they come, each under the
+	// second it was meant to be sent in.
+	onSample := func(_ string, s loadtest.Sample) {
+		r.traffic.record(s.Intended.Truncate(time.Second).UnixMilli(), sc.DeadlineOf(s.Class), s)
+	}
+	res, err := loadtest.RunScenario(ctx, sc, r.shop, loadtest.RunOptions{Progress: progress, OnSample: onSample})
 	var page bytes.Buffer
 	if err == nil {
 		err = report.WriteHTML(&page, res)
@@ -171,6 +194,19 @@ func phaseAt(sc loadtest.Scenario, done time.Duration) loadtest.Phase {
 		}
 	}
 	return sc.Phases[len(sc.Phases)-1]
+}
+
+// bands are the phases of mode m's run of sc, which began at start, as
+// its schedule runs them: each at its offset.
+func bands(sc loadtest.Scenario, m mode.Mode, start time.Time) []Band {
+	var out []Band
+	at := start
+	for _, p := range sc.Phases {
+		end := at.Add(time.Duration(p.Duration))
+		out = append(out, Band{Mode: m, Phase: p.Name, FaultOn: len(p.Faults) > 0 || len(p.Network) > 0, FromMS: at.UnixMilli(), ToMS: end.UnixMilli()})
+		at = end
+	}
+	return out
 }
 
 // describeFaults is a phase's faults in words: "shipping CreateShipment:hang=15s".

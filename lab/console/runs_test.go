@@ -1,7 +1,10 @@
 package console_test
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -72,6 +75,29 @@ func TestScenarioRunEndsWithAReport(t *testing.T) {
 	if (run.Verdict == loadtest.VerdictInvalid) != (len(run.Invalid) > 0) {
 		t.Errorf("verdict %s with invalid runs %q: INVALID exactly when a run was", run.Verdict, run.Invalid)
 	}
+	// The run's phases are bands on the charts' clock, each mode's in
+	// order, and its answers are the charts' points.
+	var bands []string
+	for i, b := range run.Bands {
+		bands = append(bands, fmt.Sprintf("%s/%s/%v", b.Mode, b.Phase, b.FaultOn))
+		if b.ToMS <= b.FromMS || i > 0 && b.FromMS < run.Bands[i-1].FromMS {
+			t.Errorf("band %d %+v: want it to end after it began, and after the band before began", i, b)
+		}
+	}
+	if got, want := strings.Join(bands, " "), "naive/baseline/true naive/shipping degraded/true budgeted/baseline/true budgeted/shipping degraded/true"; got != want {
+		t.Errorf("bands %s, want %s", got, want)
+	}
+	tick := firstTick(t, base)
+	var sent int
+	for _, p := range tick.Classes["checkout"] {
+		sent += p.Sent
+	}
+	if sent < 50 {
+		t.Errorf("the charts' minute holds %d of the run's checkouts (points %+v), want its ~100", sent, tick.Classes["checkout"])
+	}
+	if tick.DeadlineMS["checkout"] != 1200 {
+		t.Errorf("the latency chart's deadline is %d ms, want the scenario's 1200", tick.DeadlineMS["checkout"])
+	}
 	status, ctype, page := call(t, http.MethodGet, strings.TrimSuffix(base, "/console/")+run.Report, "", "", "")
 	if status != http.StatusOK || !strings.HasPrefix(ctype, "text/html") || !strings.Contains(string(page), "lesson7") {
 		t.Errorf("GET %s = %d %s (%d bytes), want the run's HTML report", run.Report, status, ctype, len(page))
@@ -123,6 +149,29 @@ func TestNetworkFaultsReachTheWire(t *testing.T) {
 	for _, l := range state(t, base).Network {
 		if l.Faults.String() != "none" {
 			t.Errorf("link %s keeps %s after the clear", l.Name, l.Faults)
+		}
+	}
+}
+
+// firstTick reads the first tick of the console's event stream.
+func firstTick(t *testing.T, base string) console.TickEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	for {
+		if name, data := readEvent(t, r); name == "tick" {
+			var tick console.TickEvent
+			if err := json.Unmarshal([]byte(data), &tick); err != nil {
+				t.Fatal(err)
+			}
+			return tick
 		}
 	}
 }

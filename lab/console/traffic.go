@@ -121,6 +121,15 @@ func (t *traffic) running() bool {
 	return t.stop != nil
 }
 
+// follow stops the console's traffic for a scenario's, whose deadline
+// the latency chart then draws.
+func (t *traffic) follow(deadline time.Duration) {
+	t.halt()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.now = Rates{DeadlineMS: deadline.Milliseconds()}
+}
+
 // start replaces the traffic with r's.
 func (t *traffic) start(r Rates) {
 	t.mu.Lock()
@@ -153,7 +162,7 @@ func (t *traffic) run(ctx context.Context, r Rates) {
 	defer tick.Stop()
 	for n := 0; ; n++ {
 		began := time.Now().UnixMilli()
-		record := func(s loadtest.Sample) { t.record(began, s) }
+		record := func(s loadtest.Sample) { t.record(began, r.deadlineOf(s.Class), s) }
 		go func() {
 			_, _ = loadtest.Run(ctx, loadtest.Options{Base: t.gateway, Duration: chunk, OnSample: record}, t.keyed(classes, n)...)
 		}()
@@ -200,15 +209,19 @@ func (t *traffic) keyed(classes []loadtest.Class, n int) []loadtest.Class {
 	return out
 }
 
-// record files one answer under its chunk, the second that began at
-// began (Unix ms). A point is a chunk, not a clock second, so that none
-// is drawn half full: the generator hands a chunk's answers over once
-// they are all in.
-func (t *traffic) record(began int64, s loadtest.Sample) {
-	deadline := exportDeadline
-	if s.Class != "export" {
-		deadline = time.Duration(t.rates().DeadlineMS) * time.Millisecond
+// deadlineOf is the deadline of a class of r's traffic.
+func (r Rates) deadlineOf(class string) time.Duration {
+	if class == "export" {
+		return exportDeadline
 	}
+	return time.Duration(r.DeadlineMS) * time.Millisecond
+}
+
+// record files one answer, good when within deadline, under the second
+// that began at began (Unix ms): the console's own traffic files it
+// under its chunk, not a clock second, so that no point is drawn half
+// full; a scenario's, under the second it was meant to be sent in.
+func (t *traffic) record(began int64, deadline time.Duration, s loadtest.Sample) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	bySec := t.seconds[s.Class]

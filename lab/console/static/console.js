@@ -529,6 +529,19 @@ function lineChart(svg, series, opts) {
   text(svg, L, H - 5, "−60 s");
   text(svg, (L + W) / 2 - 12, H - 5, "−30 s");
   text(svg, W - R - 26, H - 5, "now");
+  // A scenario run's phases: faulty ones shaded and named, and each
+  // mode's start named, so that a line is read against what the shop had.
+  for (const b of opts.bands || []) {
+    if (b.from_ms >= now) continue; // the schedule's phases still to come
+    const x0 = x(Math.max(b.from_ms, from)), x1 = x(Math.min(b.to_ms, now));
+    if (x1 <= L) continue;
+    const first = !opts.bands.some((o) => o !== b && o.mode === b.mode && o.from_ms < b.from_ms);
+    if (b.fault_on) el("rect", { x: x0, y: T, width: Math.max(x1 - x0, 1), height: H - B - T, class: "band" }, svg);
+    if (first) el("line", { x1: x0, x2: x0, y1: T, y2: H - B, class: "mode-start" }, svg);
+    if (b.from_ms < from) continue;
+    if (first) text(svg, x0 + 3, T + 24, b.mode, "band-label");
+    if (b.fault_on) text(svg, x0 + 3, H - B - 4, "⚠ " + b.phase, "band-label");
+  }
   if (opts.unit) text(svg, L + 4, T + 12, opts.unit, "unit");
   if (opts.line) {
     el("line", { x1: L, x2: W - R, y1: y(opts.line), y2: y(opts.line), class: "deadline" }, svg);
@@ -572,8 +585,9 @@ function drawCharts(t) {
   const now = t.at;
   const classes = Object.keys(t.classes).sort();
   const at = (p) => p.t + 500; // the middle of the second
+  const bands = (t.state.run && t.state.run.bands) || [];
   lineChart($("#chart-goodput"), classes.map((c) => ({ name: c + " good/s", points: t.classes[c].map((p) => [at(p), p.good]) })), {
-    now, unit: "per second", empty: "no traffic: start some",
+    now, bands, unit: "per second", empty: "no traffic: start some",
   });
   const interactive = classes.filter((c) => c !== "export");
   const lat = [];
@@ -581,7 +595,7 @@ function drawCharts(t) {
     lat.push({ name: c + " p99", points: t.classes[c].map((p) => [at(p), p.p99_ms]), dash: "" });
     lat.push({ name: c + " p50", points: t.classes[c].map((p) => [at(p), p.p50_ms]), dash: "6 4" });
   }
-  lineChart($("#chart-latency"), lat, { now, unit: "ms", line: t.deadline_ms.checkout, empty: "no traffic: start some" });
+  lineChart($("#chart-latency"), lat, { now, bands, unit: "ms", line: t.deadline_ms.checkout, empty: "no traffic: start some" });
 
   const gauges = t.gauges;
   const reasons = new Set();
