@@ -133,9 +133,15 @@ func TestAuditEventsReachTheTrail(t *testing.T) {
 	}
 	waitUntil(t, "every checkout in the audit trail", func() bool { return entries() == n })
 
-	fams, err := driver.Scrape(ctx, admin.Client{URL: "http://" + s.Orders.AdminAddr, HTTP: http.DefaultClient})
-	if err != nil {
-		t.Fatal(err)
+	// Orders counts a write as recorded once payments' answer is back,
+	// a moment after payments has stored it: read its counters when the
+	// last one is in.
+	var fams driver.Families
+	scrape := func() {
+		var err error
+		if fams, err = driver.Scrape(ctx, admin.Client{URL: "http://" + s.Orders.AdminAddr, HTTP: http.DefaultClient}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	count := func(outcome string) float64 {
 		for _, m := range fams[telemetry.NameAuditEvents].GetMetric() {
@@ -147,6 +153,7 @@ func TestAuditEventsReachTheTrail(t *testing.T) {
 		}
 		return -1
 	}
+	waitUntil(t, "orders counting every write recorded", func() bool { scrape(); return count(telemetry.AuditRecorded) == n })
 	if count(telemetry.AuditQueued) != n || count(telemetry.AuditRecorded) != n || count(telemetry.AuditDroppedFull) != 0 {
 		t.Errorf("orders counts %v queued, %v recorded, %v dropped; want %d, %d, 0",
 			count(telemetry.AuditQueued), count(telemetry.AuditRecorded), count(telemetry.AuditDroppedFull), n, n)
