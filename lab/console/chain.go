@@ -5,13 +5,19 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/admin"
+	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/problem"
 	"github.com/mercado-lab/mercado/internal/timing"
 	"github.com/mercado-lab/mercado/pkg/deadline"
@@ -34,6 +40,16 @@ type Checkout struct {
 	TookMS float64 `json:"took_ms"`
 	Hops   []Hop   `json:"hops"`
 	Error  string  `json:"error,omitempty"`
+	// Mode is the gateway's mode when it was sent ("" when the gateway
+	// did not say). Carried tells whether that mode carries the client's
+	// deadline into the shop (the edge deadline and each call clipped to
+	// it): otherwise each hop waits for its own timeout, and a hop's
+	// RemMS is only what was left of the client's deadline, negative
+	// once the client has given up.
+	Mode    mode.Mode `json:"mode,omitempty"`
+	Carried bool      `json:"carried"`
+	// Why says, in words, why a checkout got no answer or was refused.
+	Why string `json:"why,omitempty"`
 }
 
 // Hop is one call of a traced checkout, from its Server-Timing metric.
@@ -54,6 +70,8 @@ type chain struct {
 	gateway string
 	hub     *hub
 	prefix  string
+	// modeOf reads the gateway's mode.
+	modeOf func(context.Context) (admin.ModeView, error)
 
 	mu   sync.Mutex
 	n    int
@@ -67,10 +85,10 @@ const keep = 12
 // generator's.
 var checkoutBody = []byte(`{"customer":"console","items":[{"sku":"coffee-arabica","qty":1}],"address":"1 Console Street"}`)
 
-func newChain(gateway string, h *hub) *chain {
+func newChain(gateway string, h *hub, modeOf func(context.Context) (admin.ModeView, error)) *chain {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return &chain{gateway: gateway, hub: h, prefix: "console-trace-" + hex.EncodeToString(b)}
+	return &chain{gateway: gateway, hub: h, modeOf: modeOf, prefix: "console-trace-" + hex.EncodeToString(b)}
 }
 
 // patience is how long past its deadline a traced checkout's client
@@ -85,6 +103,9 @@ func (c *chain) checkout(ctx context.Context, dl time.Duration) (Checkout, error
 	co := Checkout{N: c.n, DeadlineMS: dl.Milliseconds(), Hops: []Hop{}}
 	c.mu.Unlock()
 
+	if v, err := c.modeOf(ctx); err == nil {
+		co.Mode, co.Carried = v.Mode, v.Mechanisms.EdgeDeadline && v.Mechanisms.ClipToBudget
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.gateway+"/api/checkout", bytes.NewReader(checkoutBody))
 	if err != nil {
 		return co, err
@@ -95,16 +116,20 @@ func (c *chain) checkout(ctx context.Context, dl time.Duration) (Checkout, error
 	start := time.Now()
 	co.At = start.UnixMilli()
 	resp, err := (&http.Client{Timeout: dl + patience}).Do(req)
+	var body []byte
 	if err == nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		body, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 	}
 	co.TookMS = msOf(time.Since(start))
 	switch {
 	case err != nil:
-		co.Result, co.Error = "failed", err.Error()
+		co.Result, co.Error, co.Why = "failed", err.Error(), unanswered(err, dl)
 	default:
 		co.Status = resp.StatusCode
+		if resp.StatusCode >= 400 {
+			co.Why = refusal(resp.StatusCode, body)
+		}
 		co.Result = result(resp.StatusCode, time.Since(start), dl)
 		hops, perr := timing.Parse(resp.Header.Get("Server-Timing"))
 		if perr != nil {
@@ -123,6 +148,32 @@ func (c *chain) checkout(ctx context.Context, dl time.Duration) (Checkout, error
 	c.mu.Unlock()
 	c.hub.publish("checkout", co)
 	return co, nil
+}
+
+// unanswered says why a checkout got no answer: the client gave up, or
+// the shop did not let it in.
+func unanswered(err error, dl time.Duration) string {
+	var nerr net.Error
+	switch {
+	case errors.As(err, &nerr) && nerr.Timeout():
+		return fmt.Sprintf("no answer: the client gave up %v after its %v deadline", patience, dl)
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF):
+		return "refused at the door: the gateway did not take the connection"
+	}
+	return "no answer: " + err.Error()
+}
+
+// refusal says why the shop answered status: its problem document's
+// detail when it sent one.
+func refusal(status int, body []byte) string {
+	var p struct {
+		Detail string `json:"detail"`
+	}
+	why := http.StatusText(status)
+	if json.Unmarshal(body, &p) == nil && p.Detail != "" {
+		why += ": " + p.Detail
+	}
+	return why
 }
 
 // result names how a checkout that answered status after took went.

@@ -102,7 +102,7 @@ func New(ctx context.Context, o Options) (*Console, error) {
 		c.shop.UseNetwork(o.Network)
 		c.network = &admin.Client{URL: strings.TrimSuffix(o.Network, "/"), Token: o.Token, HTTP: httpClient}
 	}
-	c.chain = newChain(o.Gateway, c.hub)
+	c.chain = newChain(o.Gateway, c.hub, c.admin[sim.ServiceGateway].Mode)
 	c.traffic = newTraffic(ctx, o.Gateway, c.chain)
 	c.runs = newRuns(ctx, c.shop, o.Network != "", c.traffic)
 	c.mux = c.routes()

@@ -241,8 +241,8 @@ func TestOneCheckoutShowsItsHops(t *testing.T) {
 	if err := json.Unmarshal(body, &co); err != nil {
 		t.Fatal(err)
 	}
-	if co.Status != http.StatusCreated || co.Result != "good" {
-		t.Fatalf("checkout = %d %s, want 201 good", co.Status, co.Result)
+	if co.Status != http.StatusCreated || co.Result != "good" || co.Mode != mode.Budgeted || !co.Carried {
+		t.Fatalf("checkout = %d %s in %q (carried %v), want 201 good, budgeted, its deadline carried", co.Status, co.Result, co.Mode, co.Carried)
 	}
 	rem := map[string]float64{}
 	for _, h := range co.Hops {
@@ -318,6 +318,32 @@ func TestLessonPresetSetsUpTheShop(t *testing.T) {
 	for _, svc := range res.State.Services {
 		if len(svc.Faults) != 0 || svc.Mode == nil || svc.Mode.Mode != mode.Budgeted {
 			t.Errorf("%s after the reset: faults %v, mode %+v; want none, budgeted", svc.Name, svc.Faults, svc.Mode)
+		}
+	}
+}
+
+// A naive checkout says its deadline was not carried, and its hops what
+// was left of the client's deadline when each was called: negative once
+// the client had given up, as when shipping answers after the deadline.
+func TestNaiveCheckoutSaysItsDeadlineWasNotCarried(t *testing.T) {
+	cfg := shop.EphemeralConfig()
+	cfg.Shared.Mode = mode.Naive
+	cfg.Payments.Faults = mustFaults(t, "CreateCharge:latency=120ms")
+	_, base := startShop(t, cfg)
+	status, _, body := call(t, http.MethodPost, base+"api/checkout", "", "application/json", `{"deadline_ms":100}`)
+	if status != http.StatusOK {
+		t.Fatalf("POST api/checkout = %d %s", status, body)
+	}
+	var co console.Checkout
+	if err := json.Unmarshal(body, &co); err != nil {
+		t.Fatal(err)
+	}
+	if co.Mode != mode.Naive || co.Carried || co.Result != "late" {
+		t.Fatalf("checkout in %q, carried %v, %s: want naive, not carried, late (the charge alone takes 120 ms of its 100)", co.Mode, co.Carried, co.Result)
+	}
+	for _, h := range co.Hops {
+		if h.Name == "shipping" && (!h.HasRem || h.RemMS >= 0) {
+			t.Errorf("shipping's hop %+v: want the client's deadline passed when it was called (negative)", h)
 		}
 	}
 }

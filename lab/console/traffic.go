@@ -178,15 +178,18 @@ func (t *traffic) run(ctx context.Context, r Rates) {
 }
 
 // classes are loadtest's classes for r: a client that sends each request
-// once and waits up to its deadline.
+// once.
 func (t *traffic) classes(r Rates) []loadtest.Class {
 	deadline := time.Duration(r.DeadlineMS) * time.Millisecond
+	// The client waits past its deadline, as a traced checkout does, so
+	// that the latency chart shows how late the late answers are.
+	wait := deadline + patience
 	var out []loadtest.Class
 	if r.Checkout > 0 {
-		out = append(out, loadtest.Class{Name: "checkout", Rate: r.Checkout, Deadline: deadline})
+		out = append(out, loadtest.Class{Name: "checkout", Rate: r.Checkout, Deadline: deadline, Patience: wait})
 	}
 	if r.Browse > 0 {
-		out = append(out, loadtest.Class{Name: "browse", Rate: r.Browse, Deadline: deadline,
+		out = append(out, loadtest.Class{Name: "browse", Rate: r.Browse, Deadline: deadline, Patience: wait,
 			Request: func(base string, _ uint64) vegeta.Target {
 				return vegeta.Target{Method: http.MethodGet, URL: base + "/api/products"}
 			}})

@@ -127,6 +127,14 @@ function drawState(st) {
   drawFaults(st);
   drawNetwork(st);
   const tr = st.traffic;
+  // The form shows the traffic that runs (a preset's, another page's),
+  // unless someone is typing in it.
+  if (tr.running && !$("#traffic-form").contains(document.activeElement)) {
+    $("#rate-checkout").value = tr.checkout;
+    $("#rate-browse").value = tr.browse;
+    $("#rate-export").value = tr.export;
+    $("#deadline").value = tr.deadline_ms;
+  }
   $("#traffic-now").textContent = tr.running
     ? "● running: " + tr.checkout + " checkouts/s, " + tr.browse + " browse/s, " + tr.export + " exports/s, deadline " + tr.deadline_ms + " ms"
     : "○ stopped";
@@ -152,11 +160,7 @@ function drawLessons(st) {
         act("Applied " + p.title, async () => {
           const res = await send("POST", "api/presets/" + p.name);
           view.selected = null; // follow the lesson's checkouts
-          const tr = res.state.traffic; // the traffic form shows what now runs
-          $("#rate-checkout").value = tr.checkout;
-          $("#rate-browse").value = tr.browse;
-          $("#rate-export").value = tr.export;
-          $("#deadline").value = tr.deadline_ms;
+          drawState(res.state);
           return res.preset.watch;
         }));
     }
@@ -414,11 +418,21 @@ function drawChain(co) {
     }
     return [x + w, y + h / 2, x, y + h / 2];
   };
+  // What a hop had of the client's deadline: in budgeted mode the budget
+  // it was given; in the others only the client's clock, which the shop
+  // never saw — once it is spent, how long ago the client gave up.
+  const carried = !co || co.carried;
+  const remText = (h, brief) => {
+    if (!h.has_rem) return brief ? "budget unknown" : "budget left: unknown";
+    if (carried) return brief ? fmt(h.rem_ms) + " ms left" : "budget left " + fmt(h.rem_ms) + " ms";
+    if (h.rem_ms < 0) return (brief ? "" : "client ") + "gave up " + fmt(-h.rem_ms) + " ms ago";
+    return (brief ? "" : "client's deadline in ") + fmt(h.rem_ms) + " ms" + (brief ? " of client's" : "");
+  };
   const hopLines = (h) => {
     if (!h) return [["not among this checkout's hops"]];
     const [sym, words, cls] = outcome(h.outcome);
     return [
-      [h.has_rem ? "budget left " + fmt(h.rem_ms) + " ms" : "budget left: unknown"],
+      [remText(h, false), !carried && h.has_rem && h.rem_ms < 0 ? "outcome-bad" : ""],
       ["timeout " + (h.timeout_ms ? fmt(h.timeout_ms) + " ms" : "none")],
       ["took " + fmt(h.took_ms) + " ms"],
       [sym + " " + words, "outcome-" + cls, h.outcome],
@@ -427,7 +441,9 @@ function drawChain(co) {
 
   const client = node(4, 95, 96, 110, "client", co ? [["deadline", ""], [deadline + " ms"], [resultText(co), co.result === "good" ? "outcome-ok" : "outcome-bad"]] : [["deadline"], [deadline + " ms"]], null, co ? deadline : undefined);
   const gwTotal = hops.total;
-  const gateway = node(122, 95, 136, 110, "gateway", co ? [["budget " + deadline + " ms"], ["total " + (gwTotal ? fmt(gwTotal.took_ms) : "?") + " ms"], ["HTTP " + (co.status || "none")]] : [["the edge"]], gwTotal, co ? deadline : undefined);
+  const gateway = node(122, 95, 136, 110, "gateway", co ? [[carried ? "budget " + deadline + " ms" : "deadline not carried"],
+    gwTotal ? ["total " + fmt(gwTotal.took_ms) + " ms"] : [co.status ? "no timing" : "no answer", "outcome-bad"],
+    ["HTTP " + (co.status || "none")]] : [["the edge"]], gwTotal, co ? deadline : undefined);
   const orders = node(280, 80, 232, 140, "orders", hopLines(hops.orders), hops.orders, hops.orders && hops.orders.has_rem ? hops.orders.rem_ms : undefined);
   el("path", { d: "M" + client[0] + "," + client[1] + " L" + (gateway[2] - 2) + "," + gateway[3], class: "edge" }, svg);
   el("path", { d: "M" + gateway[0] + "," + gateway[1] + " L" + (orders[2] - 2) + "," + orders[3], class: "edge" }, svg);
@@ -441,12 +457,12 @@ function drawChain(co) {
       // left, as words and a bar, and how it ended.
       const [sym, words, cls] = outcome(h.outcome);
       text(g, x + 8, y + 38, "timeout " + (h.timeout_ms ? fmt(h.timeout_ms) + " ms" : "none") + " · took " + fmt(h.took_ms) + " ms");
-      text(g, x + 240, y + 17, h.has_rem ? fmt(h.rem_ms) + " ms left" : "budget unknown");
-      text(g, x + 240, y + 40, sym + " " + words, "outcome-" + cls).setAttribute("data-hop-outcome", h.outcome);
+      text(g, x + 214, y + 17, remText(h, true), !carried && h.has_rem && h.rem_ms < 0 ? "outcome-bad" : "");
+      text(g, x + 214, y + 40, sym + " " + words, "outcome-" + cls).setAttribute("data-hop-outcome", h.outcome);
       if (h.has_rem) {
-        el("rect", { x: x + 240, y: y + 22, width: 128, height: 6, class: "budget-back" }, g);
-        const bar = el("rect", { x: x + 240, y: y + 22, width: 128, height: 6, class: "budget" }, g);
-        bars.push([bar, Math.max(0, Math.min(1, h.rem_ms / deadline)) * 128, h.rem_ms / deadline]);
+        el("rect", { x: x + 214, y: y + 22, width: 154, height: 6, class: "budget-back" }, g);
+        const bar = el("rect", { x: x + 214, y: y + 22, width: 154, height: 6, class: "budget" }, g);
+        bars.push([bar, Math.max(0, Math.min(1, h.rem_ms / deadline)) * 154, h.rem_ms / deadline]);
       }
     } else {
       text(g, x + 8, y + 38, co ? "not among this checkout's hops" : "");
@@ -466,7 +482,10 @@ function drawChain(co) {
     });
   });
   $("#chain-caption").textContent = co
-    ? "Checkout #" + co.n + ": " + resultText(co) + " in " + fmt(co.took_ms) + " ms of its " + deadline + " ms deadline. Each bar is the budget left when the hop was called."
+    ? "Checkout #" + co.n + ": " + resultText(co) + " in " + fmt(co.took_ms) + " ms of its " + deadline + " ms deadline" + (co.why ? " (" + co.why + ")" : "") + ". " +
+      (carried
+        ? "Each bar is the budget left when the hop was called."
+        : (co.mode || "This mode") + " does not carry the deadline: each hop waits for its own timeout, and its bar is what was left of the client's deadline, which the shop never saw.")
     : "No checkout yet: press “One checkout”, or start traffic.";
 }
 
