@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
@@ -268,6 +269,35 @@ func TestConsoleInChromium(t *testing.T) {
 		}
 	})
 
+	t.Run("the layout fits a projector at 1024×768, 1280×720 and 1920×1080", func(t *testing.T) {
+		// Drill 76 in naive mode fills the pools: the longest labels.
+		run(t, "click Drill 76", chromedp.Click(chromedp.CSS(`button[data-preset="drill76"]`)))
+		waitFor(t, "a full pool", `document.querySelector("#pools").textContent.includes("FULL")`)
+		for _, size := range [][2]int64{{1024, 768}, {1280, 720}, {1920, 1080}} {
+			run(t, "resize", chromedp.EmulateViewport(size[0], size[1]), chromedp.Sleep(1500*time.Millisecond))
+			if problems := evaluate[[]string](t, ctx, layoutProblems); len(problems) > 0 {
+				t.Errorf("at %d×%d:\n  %s", size[0], size[1], strings.Join(problems, "\n  "))
+			}
+			if size[0] == 1280 {
+				if px := evaluate[float64](t, ctx, smallestChartText); px < 16 {
+					t.Errorf("at 1280×720 the charts' smallest text is %.1f px, want ≥ 16", px)
+				}
+			}
+		}
+		// The chain alone, for the big moment, and back with Esc.
+		run(t, "chain only", chromedp.EmulateViewport(1280, 720), chromedp.Click(chromedp.CSS("#chain-only")), chromedp.Sleep(300*time.Millisecond))
+		if got := evaluate[bool](t, ctx, `document.querySelector(".right").getClientRects().length === 0 && document.querySelector("#chain").getBoundingClientRect().width > 0.9 * innerWidth && document.querySelector("#chain").getBoundingClientRect().bottom <= innerHeight`); !got {
+			t.Error("chain only: the controls still show, or the chain is not as wide as the window, or does not fit in it")
+		}
+		run(t, "Esc", chromedp.KeyEvent(kb.Escape), chromedp.Sleep(300*time.Millisecond))
+		if got := evaluate[bool](t, ctx, `document.querySelector(".right").getClientRects().length > 0 && document.querySelector("#chain-only").getAttribute("aria-pressed") === "false"`); !got {
+			t.Error("Esc did not bring the controls back")
+		}
+		run(t, "back to the test's size, and a healthy shop", chromedp.EmulateViewport(1400, 900),
+			chromedp.Click(chromedp.CSS(`button[data-preset="healthy"]`)))
+		run(t, "stop traffic", chromedp.Click(chromedp.CSS("#stop-traffic")))
+	})
+
 	message, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#message")))
 	mu.Lock()
 	defer mu.Unlock()
@@ -313,3 +343,51 @@ func eventually(t *testing.T, what string, check func() error) {
 	}
 	t.Fatalf("%s: %v", what, err)
 }
+
+// layoutProblems lists what a projector would show badly: a page wider
+// than the window, a header on two lines, panels on top of each other,
+// anything sticking out of its panel, and text cut by its box in the
+// chain.
+const layoutProblems = `(() => {
+	const problems = [];
+	const r = (e) => e.getBoundingClientRect();
+	const name = (e) => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className && typeof e.className === "string" ? "." + e.className.split(" ")[0] : "") + " " + JSON.stringify((e.textContent || "").trim().slice(0, 40));
+	const W = document.documentElement.clientWidth;
+	if (document.documentElement.scrollWidth > W + 1) problems.push("the page is " + document.documentElement.scrollWidth + " px wide in a " + W + " px window");
+	const h1 = document.querySelector("h1");
+	if (r(h1).height > 2 * parseFloat(getComputedStyle(h1).fontSize)) problems.push("the title wraps: " + r(h1).height + " px high");
+	const panels = [...document.querySelectorAll("main section")].filter((s) => !s.hidden && s.getClientRects().length > 0);
+	for (let i = 0; i < panels.length; i++) {
+		for (let j = i + 1; j < panels.length; j++) {
+			const a = r(panels[i]), b = r(panels[j]);
+			if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) problems.push(name(panels[i]) + " overlaps " + name(panels[j]));
+		}
+	}
+	for (const p of panels) {
+		const box = r(p);
+		for (const e of p.querySelectorAll("*")) {
+			if (e.closest("[hidden], details:not([open]) > :not(summary)") || e.getClientRects().length === 0) continue;
+			const q = r(e);
+			if (q.width > 0 && (q.left < box.left - 1 || q.right > box.right + 1)) problems.push(name(e) + " sticks out of its panel (" + Math.round(q.left) + "–" + Math.round(q.right) + " in " + Math.round(box.left) + "–" + Math.round(box.right) + ")");
+		}
+	}
+	for (const g of document.querySelectorAll("#chain g.node")) {
+		const box = r(g.querySelector("rect.box"));
+		for (const t of g.querySelectorAll("text")) {
+			const q = r(t);
+			if (q.width > 0 && q.right > box.right + 1) problems.push("chain text cut by its box: " + JSON.stringify(t.textContent));
+		}
+	}
+	return problems.slice(0, 20);
+})()`
+
+// smallestChartText is the smallest rendered font size of the charts'
+// text, in CSS pixels: an SVG's text scales with it.
+const smallestChartText = `(() => {
+	let least = Infinity;
+	for (const svg of document.querySelectorAll("svg.chart")) {
+		const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+		for (const t of svg.querySelectorAll("text")) least = Math.min(least, parseFloat(getComputedStyle(t).fontSize) * scale);
+	}
+	return least;
+})()`

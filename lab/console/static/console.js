@@ -429,7 +429,7 @@ function drawChain(co) {
     return (brief ? "" : "client's deadline in ") + fmt(h.rem_ms) + " ms" + (brief ? " of client's" : "");
   };
   const hopLines = (h) => {
-    if (!h) return [["not among this checkout's hops"]];
+    if (!h) return [["not among its hops"]];
     const [sym, words, cls] = outcome(h.outcome);
     return [
       [remText(h, false), !carried && h.has_rem && h.rem_ms < 0 ? "outcome-bad" : ""],
@@ -441,7 +441,7 @@ function drawChain(co) {
 
   const client = node(4, 95, 96, 110, "client", co ? [["deadline", ""], [deadline + " ms"], [resultText(co), co.result === "good" ? "outcome-ok" : "outcome-bad"]] : [["deadline"], [deadline + " ms"]], null, co ? deadline : undefined);
   const gwTotal = hops.total;
-  const gateway = node(122, 95, 136, 110, "gateway", co ? [[carried ? "budget " + deadline + " ms" : "deadline not carried"],
+  const gateway = node(122, 95, 136, 110, "gateway", co ? [[carried ? "budget " + deadline + " ms" : "no budget set"],
     gwTotal ? ["total " + fmt(gwTotal.took_ms) + " ms"] : [co.status ? "no timing" : "no answer", "outcome-bad"],
     ["HTTP " + (co.status || "none")]] : [["the edge"]], gwTotal, co ? deadline : undefined);
   const orders = node(280, 80, 232, 140, "orders", hopLines(hops.orders), hops.orders, hops.orders && hops.orders.has_rem ? hops.orders.rem_ms : undefined);
@@ -527,8 +527,23 @@ function drawHopTable(co) {
 
 // lineChart draws series of [t (ms), y] points over the last minute, with
 // an optional dashed line (the deadline) and a legend in words.
+// lineChart draws series of [t, value] points over the last minute. Its
+// viewBox is its size on the page, so that its text is the size the
+// style sheet says; the legend flows over as many rows as it needs.
 function lineChart(svg, series, opts) {
-  const W = 460, H = 180, L = 46, R = 8, T = 32, B = 22;
+  const W = Math.max(280, Math.round(svg.getBoundingClientRect().width) || 460);
+  const CH = 8.6; // the width of a character of 16 px text, about
+  const legend = [];
+  let lx = 4, ly = 16;
+  series.forEach((s) => {
+    const w = 26 + s.name.length * CH + 14;
+    if (lx > 4 && lx + w > W) [lx, ly] = [4, ly + 20];
+    legend.push([lx, ly]);
+    lx += w;
+  });
+  const L = 50, R = 10, B = 26, T = (series.length ? ly : 0) + 16;
+  const H = T + Math.round(W * 0.32) + B;
+  svg.setAttribute("viewBox", "0 0 " + W + " " + H);
   svg.replaceChildren();
   const now = opts.now;
   const from = now - 60000;
@@ -545,9 +560,9 @@ function lineChart(svg, series, opts) {
   }
   el("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }, svg);
   el("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis" }, svg);
-  text(svg, L, H - 5, "−60 s");
-  text(svg, (L + W) / 2 - 12, H - 5, "−30 s");
-  text(svg, W - R - 26, H - 5, "now");
+  text(svg, L, H - 6, "−60 s");
+  text(svg, (L + W) / 2 - 16, H - 6, "−30 s");
+  text(svg, W - R - 32, H - 6, "now");
   // A scenario run's phases: faulty ones shaded and named, and each
   // mode's start named, so that a line is read against what the shop had.
   for (const b of opts.bands || []) {
@@ -558,13 +573,15 @@ function lineChart(svg, series, opts) {
     if (b.fault_on) el("rect", { x: x0, y: T, width: Math.max(x1 - x0, 1), height: H - B - T, class: "band" }, svg);
     if (first) el("line", { x1: x0, x2: x0, y1: T, y2: H - B, class: "mode-start" }, svg);
     if (b.from_ms < from) continue;
-    if (first) text(svg, x0 + 3, T + 24, b.mode, "band-label");
-    if (b.fault_on) text(svg, x0 + 3, H - B - 4, "⚠ " + b.phase, "band-label");
+    // A label that would run past the plot's right edge ends at it.
+    const label = (words, y) => text(svg, Math.max(L, Math.min(x0 + 3, W - R - 3 - words.length * CH)), y, words, "band-label");
+    if (first) label(b.mode, T + 32);
+    if (b.fault_on) label("⚠ " + b.phase, H - B - 4);
   }
-  if (opts.unit) text(svg, L + 4, T + 12, opts.unit, "unit");
+  if (opts.unit) text(svg, L + 4, T + 14, opts.unit, "unit");
   if (opts.line) {
     el("line", { x1: L, x2: W - R, y1: y(opts.line), y2: y(opts.line), class: "deadline" }, svg);
-    text(svg, W - R - 120, y(opts.line) - 4, "deadline " + short(opts.line) + " ms", "deadline-label");
+    text(svg, W - R - 140, y(opts.line) - 4, "deadline " + short(opts.line) + " ms", "deadline-label");
   }
   let points = 0;
   series.forEach((s, i) => {
@@ -578,11 +595,11 @@ function lineChart(svg, series, opts) {
       stroke: colour,
       "stroke-dasharray": s.dash !== undefined ? s.dash : DASHES[i % DASHES.length],
     }, svg);
-    // The legend: one row above the plot, a sample of each line's dash
-    // beside its name.
-    const lx = 4 + (i % 3) * 152, ly = 12 + Math.floor(i / 3) * 14;
-    el("line", { x1: lx, x2: lx + 20, y1: ly - 4, y2: ly - 4, stroke: colour, "stroke-width": 3, "stroke-dasharray": s.dash !== undefined ? s.dash : DASHES[i % DASHES.length] }, svg);
-    text(svg, lx + 23, ly, s.name, "legend");
+    // The legend, above the plot: a sample of each line's dash beside
+    // its name.
+    const [lx, ly] = legend[i];
+    el("line", { x1: lx, x2: lx + 22, y1: ly - 5, y2: ly - 5, stroke: colour, "stroke-width": 3, "stroke-dasharray": s.dash !== undefined ? s.dash : DASHES[i % DASHES.length] }, svg);
+    text(svg, lx + 26, ly, s.name, "legend");
   });
   if (points === 0) text(svg, L + 20, (T + H - B) / 2, opts.empty || "no data yet", "empty");
   svg.dataset.points = String(points);
@@ -664,6 +681,7 @@ function drawPools(gauges) {
     peak.title = "peak this minute";
     bar.append(fill, peak);
     const words = document.createElement("span");
+    words.className = "words";
     words.textContent = r.now + " of " + r.cap + (r.now >= r.cap ? " FULL" : "") + " (peak " + r.peak + ")";
     row.append(name, bar, words);
     return row;
@@ -739,6 +757,14 @@ function wire() {
     act("Started traffic", () => send("PUT", "api/traffic", rates));
   });
   $("#stop-traffic").addEventListener("click", () => act("Stopped traffic", () => send("DELETE", "api/traffic")));
+  const chainOnly = (on) => {
+    document.body.classList.toggle("chain-only", on);
+    $("#chain-only").setAttribute("aria-pressed", String(on));
+  };
+  $("#chain-only").addEventListener("click", () => chainOnly(!document.body.classList.contains("chain-only")));
+  document.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape" && document.body.classList.contains("chain-only")) chainOnly(false);
+  });
   $("#one-checkout").addEventListener("click", () => act("Sent one checkout", async () => {
     view.selected = null;
     await send("POST", "api/checkout", { deadline_ms: Number($("#deadline").value) || 1000 });
