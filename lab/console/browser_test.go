@@ -29,8 +29,9 @@ import (
 // the mode, sets a fault, sends one checkout and then traffic, and sees
 // each take effect — in the shop's own admin APIs and on the page. The
 // page must log no error, throw no exception, and send no request off
-// loopback. With MERCADO_SCREENSHOTS=<dir> it saves console.png there
-// (1400×900), the picture in docs/console.md.
+// loopback. With MERCADO_SCREENSHOTS=<dir> it saves there, at 1280×720,
+// the pictures in docs/console.md and the course: console.png (traffic),
+// console-lesson7.png, console-drill76-naive.png, console-chain-only.png.
 func TestConsoleInChromium(t *testing.T) {
 	slowtest.Require(t, "Chromium")
 	browser, err := exec.LookPath("chromium")
@@ -97,6 +98,27 @@ func TestConsoleInChromium(t *testing.T) {
 		if _, err := chromedp.Run(wctx, chromedp.Poll[bool](predicate, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 			t.Fatalf("%s: the page never showed it (%s): %v", what, predicate, err)
 		}
+	}
+	// screenshot saves the page at 1280×720 as name, after wait, when
+	// MERCADO_SCREENSHOTS names a directory.
+	screenshot := func(t *testing.T, name string, wait time.Duration) {
+		t.Helper()
+		dir := os.Getenv("MERCADO_SCREENSHOTS")
+		if dir == "" {
+			return
+		}
+		run(t, "let the page fill", chromedp.EmulateViewport(1280, 720), chromedp.Sleep(wait),
+			chromedp.Evaluate[chromedp.Void](`document.activeElement.blur(); window.scrollTo(0, 0)`))
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", path)
+		run(t, "back to the test's size", chromedp.EmulateViewport(1400, 900))
 	}
 	run(t, "open the console", chromedp.EmulateViewport(1400, 900), chromedp.Navigate(base))
 	waitFor(t, "the event stream", `document.querySelector("#conn").textContent.includes("live")`)
@@ -197,19 +219,7 @@ func TestConsoleInChromium(t *testing.T) {
 		waitFor(t, "points on the latency chart", `Number(document.querySelector("#chart-latency").dataset.points) >= 6`)
 		waitFor(t, "a pool at work", `document.querySelectorAll("#pools .pool").length > 0`)
 		waitFor(t, "traced checkouts", `document.querySelectorAll("#checkouts li").length >= 4`)
-		if dir := os.Getenv("MERCADO_SCREENSHOTS"); dir != "" {
-			run(t, "let a few seconds of the minute fill", chromedp.Sleep(6*time.Second),
-				chromedp.Evaluate[chromedp.Void](`document.activeElement.blur(); window.scrollTo(0, 0)`))
-			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(dir, "console.png")
-			if err := os.WriteFile(path, png, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("wrote %s", path)
-		}
+		screenshot(t, "console.png", 6*time.Second)
 		// Picking an older checkout shows its hops, and stays on it after
 		// newer checkouts push it out of the list.
 		n := int(evaluate[float64](t, ctx, `Number(document.querySelectorAll("#checkouts button")[2].dataset.n)`))
@@ -235,6 +245,7 @@ func TestConsoleInChromium(t *testing.T) {
 		waitFor(t, "lesson 7's chain", `(() => {
 			const rem = (hop) => { const r = document.querySelector('#hops tr[data-hop="' + hop + '"]'); return r ? Number(r.dataset.rem) : NaN };
 			return rem("orders") > 1150 && rem("payments") < rem("orders") - 270 && rem("shipping") < rem("payments") - 700 })()`)
+		screenshot(t, "console-lesson7.png", 3*time.Second)
 		run(t, "click Reset", chromedp.Click(chromedp.CSS(`button[data-preset="healthy"]`)))
 		eventually(t, "every fault cleared", func() error {
 			for _, p := range s.Processes() {
@@ -273,6 +284,7 @@ func TestConsoleInChromium(t *testing.T) {
 		// Drill 76 in naive mode fills the pools: the longest labels.
 		run(t, "click Drill 76", chromedp.Click(chromedp.CSS(`button[data-preset="drill76"]`)))
 		waitFor(t, "a full pool", `document.querySelector("#pools").textContent.includes("FULL")`)
+		screenshot(t, "console-drill76-naive.png", 5*time.Second)
 		for _, size := range [][2]int64{{1024, 768}, {1280, 720}, {1920, 1080}} {
 			run(t, "resize", chromedp.EmulateViewport(size[0], size[1]), chromedp.Sleep(1500*time.Millisecond))
 			if problems := evaluate[[]string](t, ctx, layoutProblems); len(problems) > 0 {
@@ -286,6 +298,10 @@ func TestConsoleInChromium(t *testing.T) {
 		}
 		// The chain alone, for the big moment, and back with Esc.
 		run(t, "chain only", chromedp.EmulateViewport(1280, 720), chromedp.Click(chromedp.CSS("#chain-only")), chromedp.Sleep(300*time.Millisecond))
+		if os.Getenv("MERCADO_SCREENSHOTS") != "" {
+			screenshot(t, "console-chain-only.png", time.Second)
+			run(t, "chain only, again", chromedp.EmulateViewport(1280, 720))
+		}
 		if got := evaluate[bool](t, ctx, `document.querySelector(".right").getClientRects().length === 0 && document.querySelector("#chain").getBoundingClientRect().width > 0.9 * innerWidth && document.querySelector("#chain").getBoundingClientRect().bottom <= innerHeight`); !got {
 			t.Error("chain only: the controls still show, or the chain is not as wide as the window, or does not fit in it")
 		}
@@ -373,9 +389,15 @@ const layoutProblems = `(() => {
 	}
 	for (const g of document.querySelectorAll("#chain g.node")) {
 		const box = r(g.querySelector("rect.box"));
-		for (const t of g.querySelectorAll("text")) {
-			const q = r(t);
-			if (q.width > 0 && q.right > box.right + 1) problems.push("chain text cut by its box: " + JSON.stringify(t.textContent));
+		const texts = [...g.querySelectorAll("text")].filter((t) => r(t).width > 0);
+		for (const t of texts) {
+			if (r(t).right > box.right + 1) problems.push("chain text cut by its box: " + JSON.stringify(t.textContent));
+		}
+		for (let i = 0; i < texts.length; i++) {
+			for (let j = i + 1; j < texts.length; j++) {
+				const a = r(texts[i]), b = r(texts[j]);
+				if (a.left < b.right && b.left < a.right && a.top < b.bottom - 2 && b.top < a.bottom - 2) problems.push("chain texts on top of each other: " + JSON.stringify(texts[i].textContent) + " and " + JSON.stringify(texts[j].textContent));
+			}
 		}
 	}
 	return problems.slice(0, 20);

@@ -448,26 +448,26 @@ function drawChain(co) {
   el("path", { d: "M" + client[0] + "," + client[1] + " L" + (gateway[2] - 2) + "," + gateway[3], class: "edge" }, svg);
   el("path", { d: "M" + gateway[0] + "," + gateway[1] + " L" + (orders[2] - 2) + "," + orders[3], class: "edge" }, svg);
   LEAVES.forEach((leaf, i) => {
-    const x = 560, y = 4 + i * 49, h = hops[leaf.hop];
+    const x = 540, y = 4 + i * 49, h = hops[leaf.hop];
     const g = el("g", { class: "node leaf" + (co && !h ? " idle" : "") }, svg);
-    el("rect", { x, y, width: 376, height: 45, rx: 6, class: "box" }, g);
+    el("rect", { x, y, width: 396, height: 45, rx: 6, class: "box" }, g);
     text(g, x + 8, y + 17, leaf.label, "name");
     if (h) {
       // Left: the call's timeout and time; right: the budget it had
       // left, as words and a bar, and how it ended.
       const [sym, words, cls] = outcome(h.outcome);
       text(g, x + 8, y + 38, "timeout " + (h.timeout_ms ? fmt(h.timeout_ms) + " ms" : "none") + " · took " + fmt(h.took_ms) + " ms");
-      text(g, x + 214, y + 17, remText(h, true), !carried && h.has_rem && h.rem_ms < 0 ? "outcome-bad" : "");
-      text(g, x + 214, y + 40, sym + " " + words, "outcome-" + cls).setAttribute("data-hop-outcome", h.outcome);
+      text(g, x + 226, y + 17, remText(h, true), !carried && h.has_rem && h.rem_ms < 0 ? "outcome-bad" : "");
+      text(g, x + 226, y + 40, sym + " " + words, "outcome-" + cls).setAttribute("data-hop-outcome", h.outcome);
       if (h.has_rem) {
-        el("rect", { x: x + 214, y: y + 22, width: 154, height: 6, class: "budget-back" }, g);
-        const bar = el("rect", { x: x + 214, y: y + 22, width: 154, height: 6, class: "budget" }, g);
-        bars.push([bar, Math.max(0, Math.min(1, h.rem_ms / deadline)) * 154, h.rem_ms / deadline]);
+        el("rect", { x: x + 226, y: y + 22, width: 162, height: 6, class: "budget-back" }, g);
+        const bar = el("rect", { x: x + 226, y: y + 22, width: 162, height: 6, class: "budget" }, g);
+        bars.push([bar, Math.max(0, Math.min(1, h.rem_ms / deadline))* 162, h.rem_ms / deadline]);
       }
     } else {
       text(g, x + 8, y + 38, co ? "not among this checkout's hops" : "");
     }
-    el("path", { d: "M" + orders[0] + "," + orders[1] + " C535," + orders[1] + " 535," + (y + 22) + " " + (x - 2) + "," + (y + 22), class: "edge" }, svg);
+    el("path", { d: "M" + orders[0] + "," + orders[1] + " C526," + orders[1] + " 526," + (y + 22) + " " + (x - 2) + "," + (y + 22), class: "edge" }, svg);
   });
 
   // The bars start full and shrink to what was left, one hop after the
