@@ -215,7 +215,7 @@ func TestBadInputIsAProblem(t *testing.T) {
 		{"no run to stop", http.MethodDelete, "api/scenario", "", "", 409, "no scenario is running"},
 		{"no such report", http.MethodGet, "runs/7/report.html", "", "", 404, "no such report"},
 		{"checkout deadline", http.MethodPost, "api/checkout", "application/json", `{"deadline_ms":1}`, 400, "deadline_ms must be"},
-		{"unknown lesson preset", http.MethodPost, "api/presets/lesson99", "", "", 404, "choose lesson7, drill76, healthy"},
+		{"unknown lesson preset", http.MethodPost, "api/presets/lesson99", "", "", 404, "choose lesson7, drill76, fanout, healthy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, ctype, body := call(t, tc.method, base+tc.path, "", tc.ctype, tc.body)
@@ -345,6 +345,55 @@ func TestNaiveCheckoutSaysItsDeadlineWasNotCarried(t *testing.T) {
 		if h.Name == "shipping" && (!h.HasRem || h.RemMS >= 0) {
 			t.Errorf("shipping's hop %+v: want the client's deadline passed when it was called (negative)", h)
 		}
+	}
+}
+
+// Every preset applies on the shop the console serves, and says what it
+// set. The fan-out preset shows exercise 2 with the shop's own caps: its
+// reservation and fraud screen in series leave the charge too little of
+// the 900 ms, in parallel enough.
+func TestEveryPresetApplies(t *testing.T) {
+	_, base := startShop(t, shop.EphemeralConfig())
+	for _, p := range console.Presets {
+		res, err := console.ApplyPreset(context.Background(), base, "", p.Name)
+		if err != nil {
+			t.Errorf("%s: %v", p.Name, err)
+			continue
+		}
+		want := p.Mode
+		if want == "" {
+			want = mode.Budgeted
+		}
+		if res.State.Preset != p.Name || res.State.Services[0].Mode == nil || res.State.Services[0].Mode.Mode != want || !res.State.Traffic.Running {
+			t.Errorf("%s: state shows preset %q, gateway %+v, traffic %+v; want it, in %s, with its traffic running", p.Name, res.State.Preset, res.State.Services[0].Mode, res.State.Traffic, want)
+		}
+	}
+
+	if _, err := console.ApplyPreset(context.Background(), base, "", "fanout"); err != nil {
+		t.Fatal(err)
+	}
+	charge := func() console.Hop {
+		status, _, body := call(t, http.MethodPost, base+"api/checkout", "", "application/json", `{"deadline_ms":900}`)
+		var co console.Checkout
+		if status != http.StatusOK || json.Unmarshal(body, &co) != nil {
+			t.Fatalf("POST api/checkout = %d %s", status, body)
+		}
+		for _, h := range co.Hops {
+			if h.Name == "payments" {
+				return h
+			}
+		}
+		t.Fatalf("no charge among the hops: %s", body)
+		return console.Hop{}
+	}
+	if h := charge(); h.Outcome != "budget_exhausted" || h.TimeoutMS >= 500 {
+		t.Errorf("fan-out in series: the charge got %.0f ms and ended %s; want less than its 500 ms of work, budget exhausted", h.TimeoutMS, h.Outcome)
+	}
+	if status, _, body := call(t, http.MethodPut, base+"api/mode", "", "application/json", `{"mode":"budgeted","mechanisms":{"fanout":"parallel"}}`); status != http.StatusOK {
+		t.Fatalf("PUT api/mode = %d %s", status, body)
+	}
+	if h := charge(); h.Outcome != "ok" || h.TimeoutMS < 500 {
+		t.Errorf("fan-out in parallel: the charge got %.0f ms and ended %s; want its 500 ms of work and ok", h.TimeoutMS, h.Outcome)
 	}
 }
 
