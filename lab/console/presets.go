@@ -19,10 +19,11 @@ import (
 
 // Preset sets the whole shop up for a lesson in one step: the mode, the
 // faults and network faults of one phase of a built-in scenario, and that
-// scenario's traffic and deadline, sent by the console. The lesson's
-// setup is the scenario's: a preset only says which scenario and phase,
-// the mode to start in, and what to watch. (A mode is a preset of the
-// mechanisms; a lesson preset starts from one.)
+// scenario's traffic and deadline, sent by the console. Where a lesson
+// has a scenario, its setup is the scenario's, and the preset only says
+// which scenario and phase, the mode to start in, and what to watch; a
+// lesson without one says its faults and traffic here. (A mode is a
+// preset of the mechanisms; a lesson preset starts from one.)
 type Preset struct {
 	Name  string `json:"name"`
 	Title string `json:"title"`
