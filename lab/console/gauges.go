@@ -27,6 +27,9 @@ type GaugeSample struct {
 	// seconds of work.
 	Late     float64 `json:"late"`
 	LateWork float64 `json:"late_work"`
+	// Retries are the calls tried again since the last sample, per
+	// second, every layer's together.
+	Retries float64 `json:"retries"`
 }
 
 // Pool is one pool's work in flight against its slots.
@@ -49,6 +52,7 @@ type counters struct {
 	at             time.Time
 	skipped        map[string]float64
 	late, lateWork float64
+	retries        float64
 }
 
 func newGauges() *gauges { return &gauges{} }
@@ -80,6 +84,7 @@ func (g *gauges) add(now time.Time, all map[string]driver.Families, err error) {
 		}
 		cur.late += f.Sum(telemetry.NameLateCompletions, nil)
 		cur.lateWork += f.Sum(telemetry.NameLateWork, nil)
+		cur.retries += f.Sum(telemetry.NameRetries, nil)
 	}
 	if prev := g.last; !prev.at.IsZero() {
 		secs := now.Sub(prev.at).Seconds()
@@ -88,6 +93,7 @@ func (g *gauges) add(now time.Time, all map[string]driver.Families, err error) {
 		}
 		s.Late = max(cur.late-prev.late, 0) / secs
 		s.LateWork = max(cur.lateWork-prev.lateWork, 0) / secs
+		s.Retries = max(cur.retries-prev.retries, 0) / secs
 	}
 	g.last = cur
 	g.samples = append(g.samples, s)

@@ -51,6 +51,8 @@ var Presets = []Preset{
 		Watch: "The chain: the budget shrinks hop by hop (catalog 280 ms, payments 760 ms) and shipping, degraded, is clipped to what is left; switch to naive and the checkouts end past the deadline."},
 	{Name: "drill76", Title: "Drill 76", Mode: mode.Naive, Scenario: "drill76", Phase: "carrier hangs",
 		Watch: "Browsing: the carrier hangs under 100 checkouts/s, and in naive mode the shared pool fills and browsing goes dark; switch to budgeted and it turns green within seconds."},
+	{Name: "retry-storm", Title: "Retry storm", Mode: mode.Naive, Scenario: "retry-storm", Phase: "payments refuses",
+		Watch: "Retries a second: payments refuses every charge, and naive retries at the gateway and at orders; switch to budgeted and orders alone retries, within its retry budget."},
 	// Exercise 2's fan-out with the shop's own caps: the fraud screen
 	// takes 250 ms, under its 300 ms cap (the lab's replay gives it 300
 	// under a cap of 400).

@@ -636,8 +636,9 @@ function drawCharts(t) {
   const gauges = t.gauges;
   const reasons = new Set();
   for (const g of gauges) for (const [r, v] of Object.entries(g.skipped)) if (v > 0) reasons.add(r);
-  lineChart($("#chart-skipped"), [...reasons].sort().map((r) => ({ name: r.replaceAll("_", " "), points: gauges.map((g) => [g.t, g.skipped[r] || 0]) })), {
-    now, unit: "per second", empty: "nothing skipped",
+  const retried = gauges.some((g) => g.retries > 0) ? [{ name: "retries", points: gauges.map((g) => [g.t, g.retries]) }] : [];
+  lineChart($("#chart-skipped"), retried.concat([...reasons].sort().map((r) => ({ name: r.replaceAll("_", " "), points: gauges.map((g) => [g.t, g.skipped[r] || 0]) }))), {
+    now, unit: "per second", empty: "nothing skipped or retried",
   });
   lineChart($("#chart-late"), [
     { name: "late answers/s", points: gauges.map((g) => [g.t, g.late]) },
