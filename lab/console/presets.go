@@ -94,7 +94,8 @@ type setup struct {
 	rates     Rates
 }
 
-// setup reads p's scenario and phase.
+// setup is what applying p puts in force: its scenario's phase, or what
+// p says itself.
 func (p Preset) setup() (setup, error) {
 	if p.Scenario == "" {
 		s := setup{mode: mode.Budgeted, faults: p.Faults, rates: healthyRates}
