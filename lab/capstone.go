@@ -229,6 +229,25 @@ func capstoneStages() []capstoneStage {
 	}
 }
 
+// CapstoneStep is a capstone stage as switches of a running shop: the
+// console's capstone presets apply them, stage by stage.
+type CapstoneStep struct {
+	Name, Adds string
+	Mode       mode.Mode
+	// Mechanisms are the switches on top of the mode, in the --mechanisms
+	// syntax.
+	Mechanisms string
+}
+
+// CapstoneSteps are the four stages as switches.
+func CapstoneSteps() []CapstoneStep {
+	var out []CapstoneStep
+	for _, st := range capstoneStages() {
+		out = append(out, CapstoneStep{Name: st.name, Adds: st.adds, Mode: st.mode, Mechanisms: st.overrides})
+	}
+	return out
+}
+
 // mechanisms are what a stage has switched on.
 func (st capstoneStage) mechanisms() (mode.Mechanisms, error) {
 	var o mode.Overrides

@@ -215,7 +215,7 @@ func TestBadInputIsAProblem(t *testing.T) {
 		{"no run to stop", http.MethodDelete, "api/scenario", "", "", 409, "no scenario is running"},
 		{"no such report", http.MethodGet, "runs/7/report.html", "", "", 404, "no such report"},
 		{"checkout deadline", http.MethodPost, "api/checkout", "application/json", `{"deadline_ms":1}`, 400, "deadline_ms must be"},
-		{"unknown lesson preset", http.MethodPost, "api/presets/lesson99", "", "", 404, "choose lesson7, drill76, retry-storm, fanout, healthy"},
+		{"unknown lesson preset", http.MethodPost, "api/presets/lesson99", "", "", 404, "choose " + console.PresetNames()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, ctype, body := call(t, tc.method, base+tc.path, "", tc.ctype, tc.body)

@@ -14,6 +14,8 @@ import (
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/problem"
+	"github.com/mercado-lab/mercado/internal/sim"
+	"github.com/mercado-lab/mercado/lab"
 	"github.com/mercado-lab/mercado/loadtest"
 )
 
@@ -46,7 +48,11 @@ type Preset struct {
 
 // Presets are the lesson presets, in the course's order; the last one
 // resets the shop.
-var Presets = []Preset{
+var Presets = append(append(lessonPresets, capstonePresets()...), Preset{Name: "healthy", Title: "Reset",
+	Watch: "A healthy shop: budgeted, no faults, the console's own traffic."})
+
+// lessonPresets are the presets of the lessons before the capstone.
+var lessonPresets = []Preset{
 	{Name: "lesson7", Title: "Lesson 7", Mode: mode.Budgeted, Scenario: "lesson7", Phase: "shipping degraded",
 		Watch: "The chain: the budget shrinks hop by hop (catalog 280 ms, payments 760 ms) and shipping, degraded, is clipped to what is left; switch to naive and the checkouts end past the deadline."},
 	{Name: "drill76", Title: "Drill 76", Mode: mode.Naive, Scenario: "drill76", Phase: "carrier hangs",
@@ -60,8 +66,22 @@ var Presets = []Preset{
 		Faults:  map[string]string{"catalog": "ReserveStock:latency=250ms", "payments": "ScreenOrder:latency=250ms;CreateCharge:latency=500ms"},
 		Traffic: &Rates{Checkout: 2, DeadlineMS: 900},
 		Watch:   "The chain: reserving the stock (250 ms) and the fraud screen (250 ms) run one after the other, so the charge (500 ms) starts with too little of the 900 ms left; switch fanout to parallel under Mechanism switches and both start at once, leaving the charge enough."},
-	{Name: "healthy", Title: "Reset",
-		Watch: "A healthy shop: budgeted, no faults, the console's own traffic."},
+}
+
+// capstonePresets are the capstone's stages, fragile to armoured, each
+// under the capstone's load and carrier, as the lab runs them. The
+// shop's caps are its own: the lab's stage 1 and later run with caps
+// suggested from a healthy warm-up instead.
+func capstonePresets() []Preset {
+	cfg := lab.DefaultCapstone()
+	var out []Preset
+	for _, st := range lab.CapstoneSteps() {
+		out = append(out, Preset{Name: "capstone-" + strings.Fields(st.Name)[0], Title: "Capstone " + st.Name, Mode: st.Mode, Mechanisms: st.Mechanisms,
+			Faults:  map[string]string{sim.ServiceShipping: cfg.Carrier},
+			Traffic: &Rates{Checkout: cfg.CheckoutRate, Browse: cfg.BrowseRate, DeadlineMS: cfg.Deadline.Milliseconds()},
+			Watch:   "The carrier hangs under " + fmt.Sprint(cfg.CheckoutRate) + " checkouts/s; this stage adds " + st.Adds + ". Watch browsing, the pools and the late work, then take the next stage."})
+	}
+	return out
 }
 
 // healthyRates is the console's own traffic: the page's defaults.
