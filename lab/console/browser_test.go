@@ -280,11 +280,29 @@ func TestConsoleInChromium(t *testing.T) {
 		}
 	})
 
-	t.Run("the layout fits a projector at 1024×768, 1280×720 and 1920×1080", func(t *testing.T) {
-		// Drill 76 in naive mode fills the pools: the longest labels.
+	t.Run("Drill 76 takes browsing down in naive mode, and the layout fits a projector at 1024×768, 1280×720 and 1920×1080", func(t *testing.T) {
+		// Drill 76 in naive mode fills the pools (the longest labels) and
+		// takes browsing down; in budgeted mode browsing is back.
+		browsing := func(cond string) string {
+			return `(() => { const b = view.tick && view.tick.classes.browse; return !!b && b.length >= 3 && b.slice(-2).every((p) => ` + cond + `) })()`
+		}
+		clicked := time.Now()
 		run(t, "click Drill 76", chromedp.Click(chromedp.CSS(`button[data-preset="drill76"]`)))
+		waitFor(t, "browsing dark in naive mode", browsing("p.good === 0"))
+		dark := time.Since(clicked)
 		waitFor(t, "a full pool", `document.querySelector("#pools").textContent.includes("FULL")`)
 		screenshot(t, "console-drill76-naive.png", 5*time.Second)
+		defer func() {
+			clicked := time.Now()
+			run(t, "switch to budgeted", chromedp.Click(chromedp.CSS(`button[data-mode="budgeted"]`)))
+			waitFor(t, "browsing green in budgeted mode", browsing("p.good >= 15"))
+			if green := time.Since(clicked); dark > 30*time.Second || green > 30*time.Second {
+				t.Errorf("Drill 76: browsing went dark %v after the click, and green %v after the switch; want both within 30 s", dark, green)
+			}
+			run(t, "back to the test's size, and a healthy shop", chromedp.EmulateViewport(1400, 900),
+				chromedp.Click(chromedp.CSS(`button[data-preset="healthy"]`)))
+			run(t, "stop traffic", chromedp.Click(chromedp.CSS("#stop-traffic")))
+		}()
 		for _, size := range [][2]int64{{1024, 768}, {1280, 720}, {1920, 1080}} {
 			run(t, "resize", chromedp.EmulateViewport(size[0], size[1]), chromedp.Sleep(1500*time.Millisecond))
 			if problems := evaluate[[]string](t, ctx, layoutProblems); len(problems) > 0 {
@@ -309,9 +327,6 @@ func TestConsoleInChromium(t *testing.T) {
 		if got := evaluate[bool](t, ctx, `document.querySelector(".right").getClientRects().length > 0 && document.querySelector("#chain-only").getAttribute("aria-pressed") === "false"`); !got {
 			t.Error("Esc did not bring the controls back")
 		}
-		run(t, "back to the test's size, and a healthy shop", chromedp.EmulateViewport(1400, 900),
-			chromedp.Click(chromedp.CSS(`button[data-preset="healthy"]`)))
-		run(t, "stop traffic", chromedp.Click(chromedp.CSS("#stop-traffic")))
 	})
 
 	message, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#message")))
