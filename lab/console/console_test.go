@@ -283,8 +283,10 @@ func TestLessonPresetSetsUpTheShop(t *testing.T) {
 		}
 	}
 
-	// The traffic's first checkouts reach the chain; read one's hops.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// The traffic's checkouts reach the chain; read the hops of the first
+	// that reached shipping. (Catalog's 280 ms has 20 ms to spare under
+	// its 300 ms cap: on a busy machine, one may time out there.)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"events", nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -293,17 +295,25 @@ func TestLessonPresetSetsUpTheShop(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	r := bufio.NewReader(resp.Body)
-	var co console.Checkout
-	for co.N == 0 {
-		if name, data := readEvent(t, r); name == "checkout" {
-			if err := json.Unmarshal([]byte(data), &co); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	hops := map[string]console.Hop{}
-	for _, h := range co.Hops {
-		hops[h.Name] = h
+	for seen := 0; hops["shipping"].Name == ""; {
+		name, data := readEvent(t, r)
+		if name != "checkout" {
+			continue
+		}
+		if seen++; seen > 20 {
+			t.Fatalf("none of 20 checkouts reached shipping; the last: %s", data)
+		}
+		var co console.Checkout
+		if err := json.Unmarshal([]byte(data), &co); err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range co.Hops {
+			hops[h.Name] = h
+		}
+		if hops["shipping"].Name == "" {
+			clear(hops)
+		}
 	}
 	orders, payments, shipping := hops["orders"].RemMS, hops["payments"].RemMS, hops["shipping"]
 	if orders < 1150 || orders > 1200 || payments < orders-330 || payments > orders-280 || shipping.RemMS > payments-760 || shipping.Outcome != "budget_exhausted" {
