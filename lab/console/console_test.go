@@ -61,6 +61,33 @@ func call(t *testing.T, method, url, token, contentType, body string) (int, stri
 	return resp.StatusCode, resp.Header.Get("Content-Type"), b
 }
 
+// events opens the console's event stream for up to limit, closed when
+// the test ends, and returns its Content-Type and a reader of its events.
+func events(t *testing.T, base string, limit time.Duration) (string, *bufio.Reader) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp.Header.Get("Content-Type"), bufio.NewReader(resp.Body)
+}
+
+// traceCheckout sends one traced checkout through the console's API,
+// with body, and returns it as the console answered.
+func traceCheckout(t *testing.T, base, body string) console.Checkout {
+	t.Helper()
+	status, _, b := call(t, http.MethodPost, base+"api/checkout", "", "application/json", body)
+	var co console.Checkout
+	if status != http.StatusOK || json.Unmarshal(b, &co) != nil {
+		t.Fatalf("POST api/checkout = %d %s", status, b)
+	}
+	return co
+}
+
 func TestPageAndAssetsAreServedFromTheBinary(t *testing.T) {
 	_, base := startShop(t, shop.EphemeralConfig())
 	for _, tc := range []struct{ path, wantType, wantText string }{
@@ -90,18 +117,10 @@ func TestPageAndAssetsAreServedFromTheBinary(t *testing.T) {
 // whole state.
 func TestEventsAreServerSentEvents(t *testing.T) {
 	_, base := startShop(t, shop.EphemeralConfig())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"events", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+	ct, r := events(t, base, 30*time.Second)
+	if ct != "text/event-stream" {
 		t.Fatalf("Content-Type %q, want text/event-stream", ct)
 	}
-	r := bufio.NewReader(resp.Body)
 	var events []string
 	for len(events) < 2 {
 		name, data := readEvent(t, r)
@@ -233,14 +252,7 @@ func TestOneCheckoutShowsItsHops(t *testing.T) {
 	cfg := shop.EphemeralConfig()
 	cfg.Payments.Faults = mustFaults(t, "CreateCharge:latency=60ms")
 	_, base := startShop(t, cfg)
-	status, _, body := call(t, http.MethodPost, base+"api/checkout", "", "application/json", `{"deadline_ms":1000}`)
-	if status != http.StatusOK {
-		t.Fatalf("POST api/checkout = %d %s", status, body)
-	}
-	var co console.Checkout
-	if err := json.Unmarshal(body, &co); err != nil {
-		t.Fatal(err)
-	}
+	co := traceCheckout(t, base, `{"deadline_ms":1000}`)
 	if co.Status != http.StatusCreated || co.Result != "good" || co.Mode != mode.Budgeted || !co.Carried {
 		t.Fatalf("checkout = %d %s in %q (carried %v), want 201 good, budgeted, its deadline carried", co.Status, co.Result, co.Mode, co.Carried)
 	}
@@ -286,15 +298,7 @@ func TestLessonPresetSetsUpTheShop(t *testing.T) {
 	// The traffic's checkouts reach the chain; read the hops of the first
 	// that reached shipping. (Catalog's 280 ms has 20 ms to spare under
 	// its 300 ms cap: on a busy machine, one may time out there.)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"events", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
+	_, r := events(t, base, time.Minute)
 	hops := map[string]console.Hop{}
 	for seen := 0; hops["shipping"].Name == ""; {
 		name, data := readEvent(t, r)
@@ -340,14 +344,7 @@ func TestNaiveCheckoutSaysItsDeadlineWasNotCarried(t *testing.T) {
 	cfg.Shared.Mode = mode.Naive
 	cfg.Payments.Faults = mustFaults(t, "CreateCharge:latency=120ms")
 	_, base := startShop(t, cfg)
-	status, _, body := call(t, http.MethodPost, base+"api/checkout", "", "application/json", `{"deadline_ms":100}`)
-	if status != http.StatusOK {
-		t.Fatalf("POST api/checkout = %d %s", status, body)
-	}
-	var co console.Checkout
-	if err := json.Unmarshal(body, &co); err != nil {
-		t.Fatal(err)
-	}
+	co := traceCheckout(t, base, `{"deadline_ms":100}`)
 	if co.Mode != mode.Naive || co.Carried || co.Result != "late" {
 		t.Fatalf("checkout in %q, carried %v, %s: want naive, not carried, late (the charge alone takes 120 ms of its 100)", co.Mode, co.Carried, co.Result)
 	}
@@ -383,17 +380,13 @@ func TestEveryPresetApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	charge := func() console.Hop {
-		status, _, body := call(t, http.MethodPost, base+"api/checkout", "", "application/json", `{"deadline_ms":900}`)
-		var co console.Checkout
-		if status != http.StatusOK || json.Unmarshal(body, &co) != nil {
-			t.Fatalf("POST api/checkout = %d %s", status, body)
-		}
+		co := traceCheckout(t, base, `{"deadline_ms":900}`)
 		for _, h := range co.Hops {
 			if h.Name == "payments" {
 				return h
 			}
 		}
-		t.Fatalf("no charge among the hops: %s", body)
+		t.Fatalf("no charge among the hops: %+v", co.Hops)
 		return console.Hop{}
 	}
 	if h := charge(); h.Outcome != "budget_exhausted" || h.TimeoutMS >= 500 {

@@ -1,8 +1,6 @@
 package console_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -156,15 +154,7 @@ func TestNetworkFaultsReachTheWire(t *testing.T) {
 // firstTick reads the first tick of the console's event stream.
 func firstTick(t *testing.T, base string) console.TickEvent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"events", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
+	_, r := events(t, base, 30*time.Second)
 	for {
 		if name, data := readEvent(t, r); name == "tick" {
 			var tick console.TickEvent
