@@ -379,14 +379,21 @@ func TestEveryPresetApplies(t *testing.T) {
 	if _, err := console.ApplyPreset(context.Background(), base, "", "fanout"); err != nil {
 		t.Fatal(err)
 	}
+	// In series the charge is given what is left and ends at orders' own
+	// deadline, a few ms before the gateway's: on a busy machine the
+	// gateway can give up on orders first and learn nothing of its hops,
+	// so the charge is read from the first of a few checkouts that tell.
 	charge := func() console.Hop {
-		co := traceCheckout(t, base, `{"deadline_ms":900}`)
-		for _, h := range co.Hops {
-			if h.Name == "payments" {
-				return h
+		var co console.Checkout
+		for range 10 {
+			co = traceCheckout(t, base, `{"deadline_ms":900}`)
+			for _, h := range co.Hops {
+				if h.Name == "payments" {
+					return h
+				}
 			}
 		}
-		t.Fatalf("no charge among the hops: %+v", co.Hops)
+		t.Fatalf("no charge among the hops of 10 checkouts; the last: %+v", co.Hops)
 		return console.Hop{}
 	}
 	if h := charge(); h.Outcome != "budget_exhausted" || h.TimeoutMS >= 500 {
