@@ -128,12 +128,12 @@ type quietShop struct{ url string }
 
 var _ Target = quietShop{}
 
-func (q quietShop) URL() string                                           { return q.url }
-func (quietShop) Switch(context.Context, mode.Mode, mode.Overrides) error { return nil }
-func (quietShop) SetFaults(context.Context, map[string]string) error      { return nil }
-func (quietShop) Settle(context.Context, time.Duration)                   {}
-func (quietShop) Counters(context.Context) (Counters, error)              { return Counters{}, nil }
-func (quietShop) Gauges(context.Context) (Gauges, error)                  { return Gauges{}, nil }
+func (q quietShop) URL() string                                                { return q.url }
+func (quietShop) Switch(context.Context, mode.Mode, mode.Overrides, int) error { return nil }
+func (quietShop) SetFaults(context.Context, map[string]string) error           { return nil }
+func (quietShop) Settle(context.Context, time.Duration)                        {}
+func (quietShop) Counters(context.Context) (Counters, error)                   { return Counters{}, nil }
+func (quietShop) Gauges(context.Context) (Gauges, error)                       { return Gauges{}, nil }
 
 // TestPhasesKeepTheirSchedule: a phase starts on time even when the one
 // before it left requests waiting on a stalled server, so the arrivals

@@ -80,7 +80,7 @@ func runMode(ctx context.Context, sc Scenario, shop Target, m mode.Mode, nonce s
 			return ModeResult{}, err
 		}
 	}
-	if err := shop.Switch(ctx, m, overrides); err != nil {
+	if err := shop.Switch(ctx, m, overrides, sc.Shop.Workers); err != nil {
 		return ModeResult{}, err
 	}
 	if err := shop.SetFaults(ctx, nil); err != nil {

@@ -43,8 +43,8 @@ type Scenario struct {
 	// Classes are the traffic: rates per second by class.
 	Classes map[string]ClassSpec `yaml:"classes"`
 	Phases  []Phase              `yaml:"phases"`
-	// Shop sizes the in-process shop a lab starts (ignored against a
-	// running deployment).
+	// Shop sizes the in-process shop a lab starts. Against a running
+	// deployment only its workers apply, through each mode's switch.
 	Shop ShopSpec `yaml:"shop"`
 	// Checks are the claims the scenario makes about its results, printed
 	// as PASS or FAIL after the run.
@@ -141,7 +141,8 @@ func (s Scenario) UsesNetwork() bool {
 
 // ShopSpec sizes an in-process shop. A field left zero keeps the shop's
 // default (the services' flags of the same names, docs/loadtest.md); a
-// running shop the scenario is sent to keeps its own settings.
+// running shop the scenario is sent to keeps its own settings but the
+// pools' size, which every mode switch sets (Workers, or the shop's own).
 type ShopSpec struct {
 	Workers     int      `yaml:"workers"`
 	BreakerOpen Duration `yaml:"breaker_open"`

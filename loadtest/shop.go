@@ -14,8 +14,10 @@ import (
 type Target interface {
 	// URL is the gateway's base URL, where the traffic goes.
 	URL() string
-	// Switch puts the whole shop in mode m, with the overrides on top.
-	Switch(ctx context.Context, m mode.Mode, o mode.Overrides) error
+	// Switch puts the whole shop in mode m, with the overrides on top, on
+	// fresh pools of workers slots each (zero: each service's own size,
+	// its --workers).
+	Switch(ctx context.Context, m mode.Mode, o mode.Overrides, workers int) error
 	// SetFaults puts each service's faults in force, given in the --fault
 	// syntax by service name ("shipping": "CreateShipment:hang=5s");
 	// services not named have none.

@@ -129,13 +129,15 @@ const modeUsage = `Usage: mercado mode [fragile|naive|budgeted] [flags]
 
 Shows or switches the running shop's mode through the gateway's admin API,
 which switches every service in one call and reports each one's result. A
-switch resets breakers, pools and retry budgets.
+switch resets breakers, pools and retry budgets; its pools have the size
+each service started with (--workers), or the size --workers names here.
 
   mercado mode                                  show every service's mode in force
   mercado mode fragile                          no timeouts at all
   mercado mode fragile --mechanisms caps=on,connect_timeout=on
   mercado mode naive
   mercado mode budgeted --mechanisms breakers=off
+  mercado mode naive --workers 50               pools of 50, as lab classes runs
 
 Flags:
 `
@@ -152,6 +154,7 @@ func runMode(ctx context.Context, args []string, getenv func(string) string, std
 	token := fs.String("admin-token", "", "admin bearer token, when the shop requires one")
 	var overrides mode.Overrides
 	fs.Var(&overrides, "mechanisms", `switch single mechanisms on top of the mode, e.g. "breakers=off,retries=naive"`)
+	workers := fs.Int("workers", 0, "the worker pools' size the switch puts in force (0: each service's own, as it started)")
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err
 	}
@@ -163,7 +166,10 @@ func runMode(ctx context.Context, args []string, getenv func(string) string, std
 	if target == "" {
 		return showModes(ctx, c, stdout)
 	}
-	results, err := c.Switch(ctx, admin.ModeChange{Mode: m, Mechanisms: overrides})
+	if *workers < 0 || *workers > admin.MaxWorkers {
+		return usageError{fmt.Errorf("--workers must be 1 to %d, or 0 for each service's own size", admin.MaxWorkers)}
+	}
+	results, err := c.Switch(ctx, admin.ModeChange{Mode: m, Mechanisms: overrides, Workers: *workers})
 	for _, r := range results {
 		if r.OK && r.Settings != nil {
 			printMode(stdout, *r.Settings)
@@ -214,7 +220,7 @@ func modeError(c admin.Client, err error) error {
 
 func printMode(w io.Writer, v admin.ModeView) {
 	m := v.Mechanisms
-	fmt.Fprintf(w, "%-9s %-9s edge_deadline=%t clip_to_budget=%t admission=%t honour_cancel=%t bulkheads=%t breakers=%t retries=%s idempotency=%t outbox=%t fanout=%s caps=%t connect_timeout=%t\n",
+	fmt.Fprintf(w, "%-9s %-9s edge_deadline=%t clip_to_budget=%t admission=%t honour_cancel=%t bulkheads=%t breakers=%t retries=%s idempotency=%t outbox=%t fanout=%s caps=%t connect_timeout=%t workers=%d\n",
 		v.Service, v.Mode, m.EdgeDeadline, m.ClipToBudget, m.Admission, m.HonourCancel, m.Bulkheads, m.Breakers, m.Retries, m.Idempotency, m.Outbox, m.Fanout,
-		m.Caps, m.ConnectTimeout)
+		m.Caps, m.ConnectTimeout, v.Workers)
 }

@@ -62,7 +62,7 @@ func Handler(o Options) http.Handler {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 5 * time.Second, Transport: connectTransport(o.ConnectTimeout)}
 	}
-	a := &api{o}
+	a := &api{Options: o, workers: o.Settings.Load().Workers}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/mode", a.getMode)
 	mux.HandleFunc("PUT /admin/mode", a.guard(a.putMode))
@@ -110,7 +110,12 @@ func Fallback(mux *http.ServeMux, notFound string) http.Handler {
 	})
 }
 
-type api struct{ Options }
+type api struct {
+	Options
+	// workers is the pools' size the service started with: what a switch
+	// that names none goes back to.
+	workers int
+}
 
 // guard lets a change through only with the admin token, when one is set.
 func (a *api) guard(next http.HandlerFunc) http.HandlerFunc { return RequireToken(a.Token, next) }
@@ -154,13 +159,15 @@ type ModeView struct {
 	// ConnectTimeoutMS is the connect timeout configured; it bounds a
 	// connection attempt while mechanisms.connect_timeout is on.
 	ConnectTimeoutMS int64 `json:"connect_timeout_ms"`
+	// Workers is the size of the service's worker pools in force.
+	Workers int `json:"workers"`
 }
 
 func (a *api) view() ModeView {
 	s := a.Settings.Load()
 	return ModeView{Service: a.Service, Mode: s.Mode, Mechanisms: s.Mechanisms,
 		MarginMS: s.Margin.Milliseconds(), FloorMS: s.Floor.Milliseconds(),
-		ConnectTimeoutMS: s.Connect.Milliseconds()}
+		ConnectTimeoutMS: s.Connect.Milliseconds(), Workers: s.Workers}
 }
 
 func (a *api) getMode(w http.ResponseWriter, r *http.Request) {
@@ -172,7 +179,16 @@ func (a *api) getMode(w http.ResponseWriter, r *http.Request) {
 type ModeChange struct {
 	Mode       mode.Mode      `json:"mode"`
 	Mechanisms mode.Overrides `json:"mechanisms"`
+	// Workers, when set, is the size of the worker pools the switch puts
+	// in force, as --workers sets it at start: a lesson sized for smaller
+	// pools can run on a shop already serving. Left out, the pools are of
+	// the size the service started with, so that no switch inherits a
+	// lesson's pools unawares.
+	Workers int `json:"workers,omitempty"`
 }
+
+// MaxWorkers bounds ModeChange.Workers, as it bounds --workers.
+const MaxWorkers = 100_000
 
 // PeerResult is one service's answer to a fanned-out switch.
 type PeerResult struct {
@@ -198,10 +214,18 @@ func (a *api) putMode(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("mechanisms.retries must be %q, %q or %q", mode.RetriesNaive, mode.RetriesBudgeted, mode.RetriesOff))
 		return
 	}
+	if ch.Workers < 0 || ch.Workers > MaxWorkers {
+		problem.Write(w, r, http.StatusBadRequest, fmt.Sprintf("workers must be 1 to %d, or left out for the size the service started with", MaxWorkers))
+		return
+	}
 	s := a.Settings.Load()
 	s.Mode, s.Mechanisms = ch.Mode, ch.Mode.Mechanisms().Apply(ch.Mechanisms)
+	s.Workers = a.workers
+	if ch.Workers > 0 {
+		s.Workers = ch.Workers
+	}
 	a.Settings.Switch(s)
-	a.Log.Info("mode switched", "mode", s.Mode, "mechanisms", s.Mechanisms)
+	a.Log.Info("mode switched", "mode", s.Mode, "mechanisms", s.Mechanisms, "workers", s.Workers)
 
 	local := a.view()
 	if len(a.Peers) == 0 || r.URL.Query().Get("scope") == "self" {

@@ -17,7 +17,7 @@ import (
 
 func newAPI(t *testing.T, token string, peers ...admin.Peer) (*httptest.Server, *mode.Live, *faults.Injector) {
 	t.Helper()
-	live := mode.NewLive(mode.Settings{Mode: mode.Budgeted, Mechanisms: mode.Budgeted.Mechanisms(), Margin: 3 * time.Millisecond})
+	live := mode.NewLive(mode.Settings{Mode: mode.Budgeted, Mechanisms: mode.Budgeted.Mechanisms(), Margin: 3 * time.Millisecond, Workers: 200})
 	inj := faults.NewInjector(faults.Set{}, live)
 	srv := httptest.NewServer(admin.Handler(admin.Options{
 		Service: "payments", Settings: live, Faults: inj, Token: token, Peers: peers, Log: slog.New(slog.DiscardHandler),
@@ -99,6 +99,29 @@ func TestModeSwitchAppliesOverridesAndTellsListeners(t *testing.T) {
 	for _, bad := range []string{`{"mode":"reckless"}`, `{"mode":"naive","mechanisms":{"retries":"often"}}`, `{"mode":"naive","extra":1}`, `not json`} {
 		if resp, body := do(t, http.MethodPut, srv.URL+"/admin/mode", bad, ""); resp.StatusCode != 400 || !strings.Contains(resp.Header.Get("Content-Type"), "problem+json") {
 			t.Errorf("%s: %d %s, want 400 problem+json", bad, resp.StatusCode, body)
+		}
+	}
+}
+
+// A switch may size the worker pools, as --workers does at start; one that
+// names no size goes back to the size the service started with.
+func TestModeSwitchSizesThePools(t *testing.T) {
+	srv, live, _ := newAPI(t, "")
+	started := live.Load().Workers
+	for _, tc := range []struct {
+		body string
+		want int
+	}{
+		{`{"mode":"naive","workers":50}`, 50},
+		{`{"mode":"budgeted"}`, started},
+	} {
+		resp, body := do(t, http.MethodPut, srv.URL+"/admin/mode", tc.body, "")
+		var v admin.ModeView
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &v) != nil {
+			t.Fatalf("%s: %d %s", tc.body, resp.StatusCode, body)
+		}
+		if v.Workers != tc.want || live.Load().Workers != tc.want {
+			t.Errorf("%s: the view shows %d workers, the settings %d; want %d", tc.body, v.Workers, live.Load().Workers, tc.want)
 		}
 	}
 }

@@ -134,6 +134,9 @@ func TestAdminBadInputMatrix(t *testing.T) {
 		put("/admin/mode", "mechanism not a boolean", `{"mode":"naive","mechanisms":{"breakers":"off"}}`, 400, `field "mechanisms.breakers" must be true or false`),
 		put("/admin/mode", "unknown retries", `{"mode":"naive","mechanisms":{"retries":"often"}}`, 400, `mechanisms.retries must be "naive", "budgeted" or "off"`),
 		put("/admin/mode", "mechanisms not an object", `{"mode":"naive","mechanisms":[]}`, 400, `field "mechanisms" must be an object`),
+		put("/admin/mode", "negative workers", `{"mode":"naive","workers":-1}`, 400, `workers must be 1 to 100000, or left out`),
+		put("/admin/mode", "too many workers", `{"mode":"naive","workers":100001}`, 400, `workers must be 1 to 100000, or left out`),
+		put("/admin/mode", "workers not a number", `{"mode":"naive","workers":"50"}`, 400, `field "workers" must be a whole number`),
 
 		put("/admin/faults", "not a duration", `{"CreateCharge":{"latency":"soon"}}`, 400, "CreateCharge: latency: not a duration such as 280ms"),
 		put("/admin/faults", "a number for a duration", `{"CreateCharge":{"latency":280}}`, 400, `CreateCharge: latency must be a duration such as "280ms"`),

@@ -203,6 +203,9 @@ type Settings struct {
 	// Connect bounds each attempt to connect to a dependency while
 	// Mechanisms.ConnectTimeout is on.
 	Connect time.Duration `json:"-"`
+	// Workers sizes the worker pools (--workers): the pools a switch puts
+	// in force have this many slots. Zero leaves each pool its own size.
+	Workers int `json:"-"`
 }
 
 // Cap is the per-call cap in force for a call whose configured cap is c:

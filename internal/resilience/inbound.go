@@ -27,7 +27,8 @@ type InboundOptions struct {
 	Service  string
 	Settings *mode.Live
 	Metrics  *telemetry.Metrics
-	// Workers is the shared pool's size (DefaultWorkers when zero).
+	// Workers is the shared pool's size (DefaultWorkers when zero), until
+	// a mode switch names another (mode.Settings.Workers).
 	Workers int
 	// Routes are the route groups that get a bulkhead each in budgeted
 	// mode, such as checkout, browse and status at the gateway. Without
@@ -66,10 +67,10 @@ func NewInbound(o InboundOptions) *Inbound {
 	for _, r := range o.Routes {
 		in.routes[r] = NewPoolRef(bulkhead.Settings{Name: r, Capacity: o.RouteBulkhead, MaxWait: o.MaxWait}, o.Metrics)
 	}
-	o.Settings.OnSwitch(func(mode.Settings) {
-		in.shared.Reset()
+	o.Settings.OnSwitch(func(s mode.Settings) {
+		in.shared.Resize(s.Workers)
 		if in.bounded != nil {
-			in.bounded.Reset()
+			in.bounded.Resize(s.Workers)
 		}
 		for _, r := range in.routes {
 			r.Reset()

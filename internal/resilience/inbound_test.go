@@ -119,3 +119,27 @@ func TestQueueWaitCountsAgainstTheBudget(t *testing.T) {
 		t.Errorf("waited %v for a worker with a 50 ms budget", waited)
 	}
 }
+
+// A switch that names a pool size puts pools of that size in force, and
+// one that names none, the size the pools started with.
+func TestSwitchResizesTheWorkerPools(t *testing.T) {
+	live := settings(mode.Naive)
+	in := newTestInbound(t, live, InboundOptions{Workers: 4})
+	capacity := func() (int, int) {
+		return in.shared.Pool().Stats().Capacity, in.bounded.Pool().Stats().Capacity
+	}
+	if shared, bounded := capacity(); shared != 4 || bounded != 4 {
+		t.Fatalf("at start: shared %d, workers %d slots; want 4, 4", shared, bounded)
+	}
+	s := live.Load()
+	s.Workers = 2
+	live.Switch(s)
+	if shared, bounded := capacity(); shared != 2 || bounded != 2 {
+		t.Errorf("after a switch to 2 workers: shared %d, workers %d slots; want 2, 2", shared, bounded)
+	}
+	s.Workers = 0
+	live.Switch(s)
+	if shared, bounded := capacity(); shared != 2 || bounded != 2 {
+		t.Errorf("after a switch naming none: shared %d, workers %d slots; want the size in force, 2", shared, bounded)
+	}
+}

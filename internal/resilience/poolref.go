@@ -33,5 +33,15 @@ func (r *PoolRef) Pool() *bulkhead.Pool { return r.p.Load() }
 // Reset puts a new, empty pool in force.
 func (r *PoolRef) Reset() { r.p.Store(bulkhead.New(r.settings)) }
 
+// Resize puts a new, empty pool of n slots in force (of the size in force
+// when n is zero). Like Reset, it belongs to a mode switch, which runs
+// one at a time.
+func (r *PoolRef) Resize(n int) {
+	if n > 0 {
+		r.settings.Capacity = n
+	}
+	r.Reset()
+}
+
 // Name is the pool's name.
 func (r *PoolRef) Name() string { return r.settings.Name }

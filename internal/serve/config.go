@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/faults"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/setting"
@@ -126,7 +127,7 @@ func DefaultResilience() Resilience {
 // help.
 func (r *Resilience) settings() []setting.Setting {
 	return []setting.Setting{
-		setting.Int(&r.Workers, "workers", 200, setting.Within(1, 100_000), "worker pool size (naive: shared by every request)"),
+		setting.Int(&r.Workers, "workers", 200, setting.Within(1, admin.MaxWorkers), "worker pool size (naive: shared by every request)"),
 		setting.Int(&r.Bulkhead, "bulkhead", 25, setting.Within(1, 100_000), "budgeted: slots per route (gateway) or per dependency (orders)"),
 		setting.Duration(&r.MaxWait, "max-wait", 100*time.Millisecond, setting.Within(0, time.Minute),
 			"budgeted: longest wait for a worker or a bulkhead slot"),
@@ -257,7 +258,8 @@ func IsLoopback(addr string) bool {
 
 // Settings returns the mechanism settings s starts with.
 func (s Shared) Settings() mode.Settings {
-	return mode.Settings{Mode: s.Mode, Mechanisms: s.Mode.Mechanisms().Apply(s.Overrides), Margin: s.Margin, Floor: s.Floor, Connect: s.ConnectTimeout}
+	return mode.Settings{Mode: s.Mode, Mechanisms: s.Mode.Mechanisms().Apply(s.Overrides), Margin: s.Margin, Floor: s.Floor, Connect: s.ConnectTimeout,
+		Workers: s.Resilience.Workers}
 }
 
 // breakerWindow is --breaker-window: a duration, or — as the flag was when

@@ -151,9 +151,9 @@ func TestBreakerWindowTakesTheOldCount(t *testing.T) {
 
 func TestSettings(t *testing.T) {
 	c := serve.Defaults(":1", ":2")
-	c.Mode, c.Margin, c.Floor, c.ConnectTimeout = mode.Naive, 7*time.Millisecond, 70*time.Millisecond, 1500*time.Millisecond
+	c.Mode, c.Margin, c.Floor, c.ConnectTimeout, c.Resilience.Workers = mode.Naive, 7*time.Millisecond, 70*time.Millisecond, 1500*time.Millisecond, 50
 	want := mode.Settings{Mode: mode.Naive, Mechanisms: mode.Naive.Mechanisms(), Margin: 7 * time.Millisecond, Floor: 70 * time.Millisecond,
-		Connect: 1500 * time.Millisecond}
+		Connect: 1500 * time.Millisecond, Workers: 50}
 	if got := c.Settings(); got != want {
 		t.Errorf("Settings() = %+v, want %+v", got, want)
 	}

@@ -122,12 +122,23 @@ func (c *Console) putMode(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, http.StatusBadRequest, "mode must be "+mode.Names())
 		return
 	}
-	results, err := c.admin[sim.ServiceGateway].Switch(r.Context(), ch)
+	// The mode buttons change the mechanisms only: the pools keep the
+	// size in force, which a lesson preset may have set.
+	gw := c.admin[sim.ServiceGateway]
+	if ch.Workers == 0 {
+		v, err := gw.Mode(r.Context())
+		if err != nil {
+			upstreamError(w, r, err)
+			return
+		}
+		ch.Workers = v.Workers
+	}
+	results, err := gw.Switch(r.Context(), ch)
 	if err != nil {
 		upstreamError(w, r, err)
 		return
 	}
-	c.o.Log.Info("mode switched from the console", "mode", ch.Mode)
+	c.o.Log.Info("mode switched from the console", "mode", ch.Mode, "workers", ch.Workers)
 	writeJSON(w, http.StatusOK, struct {
 		Services []admin.PeerResult `json:"services"`
 	}{results})

@@ -177,7 +177,7 @@ func (c *Console) applyPreset(ctx context.Context, p Preset) error {
 	if len(s.network) > 0 && c.network == nil {
 		return errNoProxies
 	}
-	if err := c.shop.Switch(ctx, s.mode, s.overrides); err != nil {
+	if err := c.shop.Switch(ctx, s.mode, s.overrides, 0); err != nil {
 		return err
 	}
 	if err := c.shop.SetFaults(ctx, s.faults); err != nil {

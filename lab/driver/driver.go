@@ -82,9 +82,10 @@ func (s *Driver) Services() []string {
 
 // Switch puts the whole shop in mode m with the overrides on top, through
 // the gateway's admin API (which passes the switch on to every peer, and
-// resets breakers, pools and retry budgets).
-func (s *Driver) Switch(ctx context.Context, m mode.Mode, o mode.Overrides) error {
-	if _, err := s.admin[sim.ServiceGateway].Switch(ctx, admin.ModeChange{Mode: m, Mechanisms: o}); err != nil {
+// resets breakers, pools and retry budgets), with pools of workers slots
+// (zero: each service's own size).
+func (s *Driver) Switch(ctx context.Context, m mode.Mode, o mode.Overrides, workers int) error {
+	if _, err := s.admin[sim.ServiceGateway].Switch(ctx, admin.ModeChange{Mode: m, Mechanisms: o, Workers: workers}); err != nil {
 		return fmt.Errorf("switching to %s: %w", m, err)
 	}
 	return nil

@@ -47,7 +47,7 @@ func TestDriverArrangesARun(t *testing.T) {
 		t.Errorf("URL = %q, want %q", d.URL(), s.GatewayURL())
 	}
 
-	if err := d.Switch(ctx, mode.Naive, mode.Overrides{}); err != nil {
+	if err := d.Switch(ctx, mode.Naive, mode.Overrides{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range s.Processes() {

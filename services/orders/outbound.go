@@ -52,7 +52,7 @@ func newChains(kit *serve.Kit, cfg Config) map[string]grpc.UnaryClientIntercepto
 	shared := resilience.NewPoolRef(bulkhead.Settings{
 		Name: "outbound", Capacity: r.Workers, MaxWait: -1,
 	}, kit.Metrics)
-	kit.Settings.OnSwitch(func(mode.Settings) { shared.Reset() })
+	kit.Settings.OnSwitch(func(s mode.Settings) { shared.Resize(s.Workers) })
 	chains := map[string]grpc.UnaryClientInterceptor{}
 	// Each call's timeout is computed in the chain's last step, by
 	// deadline.Policy.Decide (pkg/deadline/budget.go): budgeted
