@@ -57,6 +57,8 @@ var lessonPresets = []Preset{
 		Watch: "The chain: the budget shrinks hop by hop (catalog 280 ms, payments 760 ms) and shipping, degraded, is clipped to what is left; switch to naive and the checkouts end past the deadline."},
 	{Name: "drill76", Title: "Drill 76", Mode: mode.Naive, Scenario: "drill76", Phase: "carrier hangs",
 		Watch: "Browsing: the carrier hangs under 100 checkouts/s, and in naive mode the shared pool fills and browsing goes dark; switch to budgeted and it turns green within seconds."},
+	{Name: "classes", Title: "Traffic classes", Mode: mode.Naive, Scenario: "classes", Phase: "export burst",
+		Watch: "Checkout goodput: 60 catalogue exports a second (batch, each six 200 ms pages) fill naive's shared pools of 50 and the shoppers wait behind them; switch to budgeted and batch holds at most half of any pool, and checkouts come back."},
 	{Name: "retry-storm", Title: "Retry storm", Mode: mode.Naive, Scenario: "retry-storm", Phase: "payments refuses",
 		Watch: "Retries a second: payments refuses every charge, and naive retries at the gateway and at orders; switch to budgeted and orders alone retries, within its retry budget."},
 	// Exercise 2's fan-out with the shop's own caps: the fraud screen
@@ -112,6 +114,7 @@ type setup struct {
 	faults    map[string]string
 	network   map[string]string
 	rates     Rates
+	workers   int // the pools' size; zero: each service's own
 }
 
 // setup is what applying p puts in force: its scenario's phase, or what
@@ -141,7 +144,8 @@ func (p Preset) setup() (setup, error) {
 		return setup{}, fmt.Errorf("preset %s: scenario %s has no phase %q", p.Name, p.Scenario, p.Phase)
 	}
 	ph := sc.Phases[i]
-	s := setup{mode: p.Mode, faults: ph.Faults, network: ph.Network, rates: Rates{DeadlineMS: time.Duration(sc.Deadline).Milliseconds()}}
+	s := setup{mode: p.Mode, faults: ph.Faults, network: ph.Network, rates: Rates{DeadlineMS: time.Duration(sc.Deadline).Milliseconds()},
+		workers: sc.Shop.Workers}
 	if sc.Shop.Mechanisms != "" {
 		if err := s.overrides.Set(sc.Shop.Mechanisms); err != nil {
 			return setup{}, fmt.Errorf("preset %s: %w", p.Name, err)
@@ -177,7 +181,7 @@ func (c *Console) applyPreset(ctx context.Context, p Preset) error {
 	if len(s.network) > 0 && c.network == nil {
 		return errNoProxies
 	}
-	if err := c.shop.Switch(ctx, s.mode, s.overrides, 0); err != nil {
+	if err := c.shop.Switch(ctx, s.mode, s.overrides, s.workers); err != nil {
 		return err
 	}
 	if err := c.shop.SetFaults(ctx, s.faults); err != nil {

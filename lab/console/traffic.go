@@ -35,7 +35,7 @@ type Rates struct {
 // not for finding its limit (mercado lab capacity does that).
 const (
 	maxRate        = 1000
-	maxExportRate  = 50
+	maxExportRate  = 100
 	minDeadlineMS  = 50
 	maxDeadlineMS  = 60_000
 	exportDeadline = 2 * time.Minute
