@@ -27,7 +27,7 @@
 # is never touched. The Debian trees are cached in
 # ${XDG_CACHE_HOME:-~/.cache}/mercado/base-images.
 #
-# Needs: docker, mmdebstrap (apt-get install mmdebstrap), root (mmdebstrap
+# Needs: docker, mmdebstrap (installed with apt-get when missing), root (mmdebstrap
 # builds the trees as root), Go 1.26 on PATH or in /usr/local/go, and
 # Debian's package mirror.
 #
@@ -109,7 +109,13 @@ rootfs() {
 		echo "$tar"
 		return
 	fi
-	command -v mmdebstrap >/dev/null || die "mmdebstrap is not installed (apt-get install mmdebstrap)"
+	if ! command -v mmdebstrap >/dev/null; then
+		# Installed here, as the script already runs as root on Debian.
+		command -v apt-get >/dev/null || die "mmdebstrap is not installed, and there is no apt-get to install it with"
+		say "installing mmdebstrap (apt-get)" >&2
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null ||
+			die "could not install mmdebstrap (apt-get install mmdebstrap)"
+	fi
 	mkdir -p "$cache"
 	say "making a Debian $suite tree with mmdebstrap: $name (${*:-minbase only})" >&2
 	local include=()
