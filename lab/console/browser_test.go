@@ -26,10 +26,10 @@ import (
 
 // TestConsoleInChromium drives the console in headless Chromium (Debian's
 // chromium package; .ci/run installs it) as a trainer would: it switches
-// the mode, sets a fault, sends one checkout and then traffic, and sees
-// each take effect — in the shop's own admin APIs and on the page. The
-// page must log no error, throw no exception, and send no request off
-// loopback. With MERCADO_SCREENSHOTS=<dir> it saves there, at 1280×720,
+// the mode, sets a fault, sends one checkout, then traffic from elsewhere
+// and from the page, and sees each take effect — in the shop's own admin
+// APIs and on the page. The page must log no error, throw no exception,
+// and send no request off loopback. With MERCADO_SCREENSHOTS=<dir> it saves there, at 1280×720,
 // the pictures in docs/console.md and the course: console.png (traffic),
 // console-lesson7.png, console-drill76-naive.png, console-chain-only.png.
 func TestConsoleInChromium(t *testing.T) {
@@ -209,6 +209,33 @@ func TestConsoleInChromium(t *testing.T) {
 		if bars < 6 {
 			t.Errorf("the chain draws %v budget bars, want one for the client, gateway, orders and each leaf called", bars)
 		}
+	})
+
+	t.Run("traffic sent from elsewhere is charted as the gateway answered it, with the mode switched from elsewhere as a band", func(t *testing.T) {
+		done := sendElsewhere(t, s.GatewayURL(), 10, 5, 4*time.Second)
+		waitFor(t, "the gateway's view, said in words", `document.querySelector("#charts-view").dataset.view === "gateway" && document.querySelector("#charts-view").textContent.includes("the gateway answered (sent from elsewhere")`)
+		waitFor(t, "points on the goodput chart", `Number(document.querySelector("#chart-goodput").dataset.points) >= 4`)
+		gw := admin.Client{URL: "http://" + s.Gateway.AdminAddr}
+		if _, err := gw.Switch(ctx, admin.ModeChange{Mode: mode.Naive}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the switch as a band named with the mode and the faults",
+			`[...document.querySelectorAll("#chart-goodput text.band-label")].some((t) => t.textContent.startsWith("naive · ⚠") && t.querySelector("title").textContent.includes("payments CreateCharge:latency=120ms"))`)
+		<-done
+		for _, size := range [][2]int64{{1024, 768}, {1280, 720}} {
+			run(t, "resize", chromedp.EmulateViewport(size[0], size[1]), chromedp.Sleep(1500*time.Millisecond))
+			if problems := evaluate[[]string](t, ctx, layoutProblems); len(problems) > 0 {
+				t.Errorf("at %d×%d, with the bands' names:\n  %s", size[0], size[1], strings.Join(problems, "\n  "))
+			}
+			if px := evaluate[float64](t, ctx, smallestChartText); px < 16 {
+				t.Errorf("at %d×%d the charts' smallest text is %.1f px, want ≥ 16", size[0], size[1], px)
+			}
+		}
+		run(t, "back to the test's size", chromedp.EmulateViewport(1400, 900))
+		if _, err := gw.Switch(ctx, admin.ModeChange{Mode: mode.Budgeted}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the page's mode", `document.querySelector("#mode-now").textContent.includes("budgeted · all 5 services")`)
 	})
 
 	t.Run("traffic started in the page reaches the live charts", func(t *testing.T) {

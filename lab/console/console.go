@@ -36,7 +36,12 @@ type Options struct {
 	// Token, when set, is the admin token: every change through the
 	// console needs it as a bearer token, and the console sends it on.
 	Token string
-	Log   *slog.Logger
+	// Answers, when the console runs in the gateway's process, tells it
+	// of every request the gateway answers, so that while it sends no
+	// traffic itself its charts show traffic sent from elsewhere. Without
+	// it they are empty then.
+	Answers *gateway.Answers
+	Log     *slog.Logger
 }
 
 // Console serves the live console. It works until the context New was
@@ -55,6 +60,9 @@ type Console struct {
 	traffic *traffic
 	chain   *chain
 	runs    *runs
+
+	answered  *answered  // the gateway's answers, whoever sent them
+	shopBands *shopBands // the shop's modes and faults, tick by tick
 
 	mu     sync.Mutex
 	preset string // the lesson preset last applied, "" before any
@@ -94,7 +102,7 @@ func New(ctx context.Context, o Options) (*Console, error) {
 	}
 	httpClient := &http.Client{Timeout: admin.DefaultTimeout}
 	c := &Console{o: o, ctx: ctx, shop: driver.New(o.Gateway, o.Admin, o.Token), admin: map[string]admin.Client{},
-		hub: newHub(), gauges: newGauges()}
+		hub: newHub(), gauges: newGauges(), answered: newAnswered(), shopBands: &shopBands{}}
 	for name, u := range o.Admin {
 		c.admin[name] = admin.Client{URL: strings.TrimSuffix(u, "/"), Token: o.Token, HTTP: httpClient}
 	}
@@ -106,6 +114,9 @@ func New(ctx context.Context, o Options) (*Console, error) {
 	c.traffic = newTraffic(ctx, o.Gateway, c.chain)
 	c.runs = newRuns(ctx, c.shop, o.Network != "", c.traffic)
 	c.mux = c.routes()
+	if o.Answers != nil {
+		o.Answers.Observe(c.answered.observe)
+	}
 	go c.sample(ctx)
 	return c, nil
 }
@@ -127,7 +138,7 @@ func Gateway(log *slog.Logger) gateway.ConsoleFunc {
 			urls[p.Name] = p.URL
 		}
 		c, err := New(ctx, Options{Gateway: at.URL, Admin: urls, Network: at.NetworkAdmin, Token: at.Token,
-			Log: log.With("service", "console")})
+			Answers: at.Answers, Log: log.With("service", "console")})
 		if err != nil {
 			log.Error("the console cannot start", "err", err)
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -23,5 +23,8 @@
 // on the shop only through the services' admin APIs and the public API,
 // as any client does: the gateway serves it on its admin listener, so
 // `mercado lab console`, `mercado serve all`, docker compose and
-// Kubernetes all have it, on loopback.
+// Kubernetes all have it, on loopback. Living in the gateway's process,
+// it also hears of every request the gateway answers (gateway.Answers):
+// while it sends no traffic itself, its charts show those, so that a
+// load sent from another terminal is seen too.
 package console

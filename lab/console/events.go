@@ -121,10 +121,18 @@ type TickEvent struct {
 	// At is when the tick was taken, Unix milliseconds.
 	At    int64 `json:"at"`
 	State State `json:"state"`
-	// Classes are the console's traffic, one point a second by class.
+	// View says whose traffic Classes are: ViewConsole while the
+	// console's own traffic or a scenario run from it runs, ViewGateway
+	// otherwise.
+	View string `json:"view"`
+	// Classes are the traffic, one point a second by class.
 	Classes map[string][]Point `json:"classes"`
 	// DeadlineMS is each class's deadline, drawn on its latency chart.
 	DeadlineMS map[string]int64 `json:"deadline_ms"`
+	// ShopBands are the shop's modes and faults over the minute, which
+	// the gateway view's charts draw (a console run's phases are in
+	// State.Run).
+	ShopBands []ShopBand `json:"shop_bands"`
 	// Gauges are the services' pools, breakers, skipped calls and late
 	// work, one sample a tick.
 	Gauges []GaugeSample `json:"gauges"`
@@ -132,11 +140,23 @@ type TickEvent struct {
 	ScrapeError string `json:"scrape_error,omitempty"`
 }
 
-// tick takes one sample of everything the page shows.
+// tick takes one sample of everything the page shows. The charts show
+// the console's traffic as its clients saw it while it sends any, and
+// what the gateway answered otherwise: never both, so that no request is
+// counted twice.
 func (c *Console) tick(ctx context.Context) TickEvent {
-	classes, deadlines := c.traffic.window(time.Now(), window)
-	return TickEvent{At: time.Now().UnixMilli(), State: c.state(ctx), Classes: classes, DeadlineMS: deadlines,
+	st := c.state(ctx)
+	now := time.Now()
+	c.shopBands.note(now, st)
+	ev := TickEvent{At: now.UnixMilli(), State: st, View: ViewGateway, ShopBands: c.shopBands.window(now, window),
 		Gauges: c.gauges.history(), ScrapeError: c.gauges.lastError()}
+	if st.Traffic.Running || st.Run != nil && st.Run.State == "running" {
+		ev.View = ViewConsole
+		ev.Classes, ev.DeadlineMS = c.traffic.window(now, window)
+	} else {
+		ev.Classes, ev.DeadlineMS = c.answered.window(now, window)
+	}
+	return ev
 }
 
 // window is how much history the charts hold.

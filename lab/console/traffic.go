@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -77,34 +76,15 @@ type traffic struct {
 
 	mu      sync.Mutex
 	now     Rates
-	stop    context.CancelFunc           // nil while stopped
-	seconds map[string]map[int64]*second // by class, then by chunk start (Unix ms)
-}
-
-// second is one class's answers to one chunk's requests: one second's
-// schedule.
-type second struct {
-	sent, good int
-	latencies  []time.Duration
-}
-
-// Point is one second of one class, as the charts draw it.
-type Point struct {
-	// T is when the second began, Unix milliseconds.
-	T    int64 `json:"t"`
-	Sent int   `json:"sent"`
-	// Good are the answers that succeeded within the deadline: the
-	// goodput.
-	Good  int     `json:"good"`
-	P50MS float64 `json:"p50_ms"`
-	P99MS float64 `json:"p99_ms"`
+	stop    context.CancelFunc  // nil while stopped
+	seconds map[string]bySecond // by class, then by chunk start (Unix ms)
 }
 
 func newTraffic(ctx context.Context, gateway string, ch *chain) *traffic {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return &traffic{ctx: ctx, gateway: gateway, chain: ch, prefix: "console-" + hex.EncodeToString(b),
-		seconds: map[string]map[int64]*second{}}
+		seconds: map[string]bySecond{}}
 }
 
 func (t *traffic) rates() Rates {
@@ -227,51 +207,28 @@ func (r Rates) deadlineOf(class string) time.Duration {
 func (t *traffic) record(began int64, deadline time.Duration, s loadtest.Sample) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	bySec := t.seconds[s.Class]
-	if bySec == nil {
-		bySec = map[int64]*second{}
-		t.seconds[s.Class] = bySec
+	if t.seconds[s.Class] == nil {
+		t.seconds[s.Class] = bySecond{}
 	}
-	b := bySec[began]
-	if b == nil {
-		b = &second{}
-		bySec[began] = b
-	}
-	b.sent++
-	if s.Good(deadline) {
-		b.good++
-	}
-	b.latencies = append(b.latencies, s.Latency)
-	for old := range bySec {
-		if began-old > (2 * window).Milliseconds() {
-			delete(bySec, old)
-		}
-	}
+	t.seconds[s.Class].add(began, s.Good(deadline), s.Latency)
 }
 
 // window is the last span of seconds before now, one point a second by
 // class (a second with no answers yet is left out), and each class's
 // deadline in ms.
 func (t *traffic) window(now time.Time, span time.Duration) (map[string][]Point, map[string]int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	from := now.Add(-span).UnixMilli()
-	out := map[string][]Point{}
+	t.mu.Lock()
+	secs := map[string]map[int64]second{}
 	for class, bySec := range t.seconds {
-		points := []Point{}
-		for _, sec := range slices.Sorted(maps.Keys(bySec)) {
-			if sec < from {
-				continue
-			}
-			b := bySec[sec]
-			lat := slices.Clone(b.latencies)
-			slices.Sort(lat)
-			points = append(points, Point{T: sec, Sent: b.sent, Good: b.good,
-				P50MS: msOf(loadtest.Percentile(lat, 50)), P99MS: msOf(loadtest.Percentile(lat, 99))})
-		}
-		out[class] = points
+		secs[class] = bySec.since(from)
 	}
 	dl := t.now.DeadlineMS
+	t.mu.Unlock()
+	out := map[string][]Point{}
+	for class, s := range secs {
+		out[class] = points(s)
+	}
 	if dl == 0 {
 		dl = defaultDeadline.Milliseconds()
 	}
@@ -281,8 +238,6 @@ func (t *traffic) window(now time.Time, span time.Duration) (map[string][]Point,
 // defaultDeadline is the deadline the page offers: lesson 7's client
 // waits about a second.
 const defaultDeadline = time.Second
-
-func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func (c *Console) putTraffic(w http.ResponseWriter, r *http.Request) {
 	var rates Rates

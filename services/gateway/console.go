@@ -17,7 +17,8 @@ import (
 // over. It serves until ctx ends, when the gateway stops.
 type ConsoleFunc func(ctx context.Context, at Listening) http.Handler
 
-// Listening is where the gateway and the shop's admin APIs answer.
+// Listening is where the gateway and the shop's admin APIs answer, and
+// what the gateway answers there.
 type Listening struct {
 	// URL and AdminURL are the gateway's own listeners, on loopback when
 	// they listen on every interface.
@@ -28,6 +29,9 @@ type Listening struct {
 	NetworkAdmin string
 	// Token is the admin token, empty when changes need none.
 	Token string
+	// Answers tells of every public request the gateway answers, whoever
+	// sent it.
+	Answers *Answers
 }
 
 // consoleSlot is the console's place on the admin listener: the route

@@ -35,12 +35,14 @@ func (s *server) routes() http.Handler {
 	})
 	r.MethodNotAllowed(methodNotAllowed)
 
-	pool := edge.Route // a worker of the route's class: see EdgeChain
-	r.With(pool(routeBrowse)).Get("/api/products", s.listProducts)
-	r.With(pool(routeBrowse)).Get("/api/products/{sku}", s.getProduct)
-	r.With(pool(routeCheckout)).Post("/api/checkout", s.checkout)
-	r.With(pool(routeStatus)).Get("/api/orders/{id}", s.getOrder)
-	r.With(pool(routeExport)).Get("/api/catalog/export", s.exportCatalog)
+	// Once routed, a request's answer is reported (answers.go), then it
+	// waits for a worker of its route group (see EdgeChain).
+	group := func(name string) chi.Router { return r.With(s.answers.route(name), edge.Route(name)) }
+	group(routeBrowse).Get("/api/products", s.listProducts)
+	group(routeBrowse).Get("/api/products/{sku}", s.getProduct)
+	group(routeCheckout).Post("/api/checkout", s.checkout)
+	group(routeStatus).Get("/api/orders/{id}", s.getOrder)
+	group(routeExport).Get("/api/catalog/export", s.exportCatalog)
 	return r
 }
 

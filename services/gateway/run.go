@@ -25,6 +25,7 @@ type server struct {
 	settings *mode.Live
 	orders   ordersv1.OrdersServiceClient
 	catalog  catalogv1.CatalogServiceClient
+	answers  *Answers
 	log      *slog.Logger
 }
 
@@ -73,6 +74,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		cfg: cfg, kit: kit, settings: kit.Settings, log: kit.Log,
 		orders:  ordersv1.NewOrdersServiceClient(ordersConn),
 		catalog: catalogv1.NewCatalogServiceClient(catalogConn),
+		answers: newAnswers(cfg.Budgets()),
 	}
 	var console consoleSlot
 	if cfg.Console != nil {
@@ -86,7 +88,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 	}
 	if cfg.Console != nil {
 		console.set(cfg.Console(ctx, Listening{URL: loopbackURL(p.Addr), AdminURL: loopbackURL(p.AdminAddr),
-			Peers: cfg.AdminPeers, NetworkAdmin: cfg.NetworkAdmin, Token: cfg.AdminToken}))
+			Peers: cfg.AdminPeers, NetworkAdmin: cfg.NetworkAdmin, Token: cfg.AdminToken, Answers: s.answers}))
 	}
 	go func() {
 		<-p.Done()

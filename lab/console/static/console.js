@@ -578,6 +578,7 @@ function lineChart(svg, series, opts) {
     if (first) label(b.mode, T + 32);
     if (b.fault_on) label("⚠ " + b.phase, H - B - 4);
   }
+  drawShopBands(svg, opts.shopBands || [], { x, from, now, T, B, H, L, right: W - R - 3 });
   if (opts.unit) text(svg, L + 4, T + 14, opts.unit, "unit");
   if (opts.line) {
     el("line", { x1: L, x2: W - R, y1: y(opts.line), y2: y(opts.line), class: "deadline" }, svg);
@@ -605,6 +606,68 @@ function lineChart(svg, series, opts) {
   svg.dataset.points = String(points);
 }
 
+// drawShopBands draws the shop's modes and faults as the console's ticks
+// read them (the gateway view's bands), as a run's phases are drawn: a
+// dotted line at each change, the mode named at the top where it
+// changed, and each stretch with faults shaded and named at the bottom
+// with its mode ("naive · ⚠ shipping CreateShipment:hang=5s"), the whole
+// words on hover.
+function drawShopBands(svg, bands, g) {
+  bands.forEach((b, i) => {
+    const end = i + 1 < bands.length ? bands[i + 1].from_ms : g.now;
+    if (end <= g.from || !b.faults) return;
+    const x0 = g.x(Math.max(b.from_ms, g.from)), x1 = g.x(Math.min(end, g.now));
+    el("rect", { x: x0, y: g.T, width: Math.max(x1 - x0, 1), height: g.H - g.B - g.T, class: "band" }, svg);
+  });
+  const modeName = namer(svg, [g.T + 32], g);
+  const faultName = namer(svg, [g.H - g.B - 4, g.H - g.B - 24], g);
+  for (let i = bands.length - 1; i >= 0 && bands[i].from_ms >= g.from; i--) {
+    const b = bands[i];
+    const x0 = g.x(b.from_ms);
+    const words = b.mode + " · " + (b.faults ? "⚠ " + b.faults : "no fault");
+    el("title", {}, el("line", { x1: x0, x2: x0, y1: g.T, y2: g.H - g.B, class: "mode-start" }, svg)).textContent = words;
+    if (i === 0 || bands[i - 1].mode !== b.mode) modeName(x0, b.mode, words);
+    if (b.faults) faultName(x0, words, words);
+  }
+}
+
+// namer places names on rows of a chart, newest first: each on the row
+// with the most room before the names already there, cut short to it
+// (ending in "…"), or left out when too little is left, so that none
+// writes over another. A name whose line is near the right edge starts
+// left of it, so that a change just seen can be read.
+function namer(svg, ys, g) {
+  const MIN = 70; // the least room worth a name, unless it is shorter
+  const SHIFT = 120; // the room a name near the right edge is given
+  const rows = ys.map((y) => ({ y, limit: g.right }));
+  return (x0, words, hover) => {
+    const row = rows.reduce((a, r) => (r.limit > a.limit ? r : a));
+    const t = text(svg, 0, row.y, words, "band-label");
+    const width = textWidth(t);
+    const lx = Math.max(g.L, Math.min(x0 + 3, g.right - Math.min(width, SHIFT)));
+    if (row.limit - lx < Math.min(width, MIN)) {
+      t.remove();
+      return;
+    }
+    t.setAttribute("x", lx);
+    el("title", {}, t).textContent = hover;
+    fitText(t, row.limit - lx);
+    row.limit = lx - 8;
+  };
+}
+
+// textWidth is an SVG text's drawn width, or an estimate while it is not
+// drawn.
+function textWidth(t) {
+  return t.getComputedTextLength() || t.firstChild.data.length * 8.6;
+}
+
+// fitText shortens an SVG text to width, ending it in "…".
+function fitText(t, width) {
+  const node = t.firstChild;
+  while (node.data.length > 2 && textWidth(t) > width) node.data = node.data.slice(0, -2) + "…";
+}
+
 function nice(v) {
   const p = Math.pow(10, Math.floor(Math.log10(v)));
   for (const m of [1, 2, 2.5, 5, 10]) if (v <= m * p) return m * p;
@@ -621,9 +684,21 @@ function drawCharts(t) {
   const now = t.at;
   const classes = Object.keys(t.classes).sort();
   const at = (p) => p.t + 500; // the middle of the second
-  const bands = (t.state.run && t.state.run.bands) || [];
+  // Whose traffic the charts show, in words: the console's as its
+  // clients saw it, or, while it sends none, what the gateway answered,
+  // with the shop's modes and faults as bands.
+  const gateway = t.view === "gateway";
+  const bands = gateway ? [] : (t.state.run && t.state.run.bands) || [];
+  const shopBands = gateway ? t.shop_bands || [] : [];
+  const running = t.state.run && t.state.run.state === "running";
+  const viewWords = gateway
+    ? "Showing: traffic the gateway answered (sent from elsewhere: the console sends none now), timed at the gateway"
+    : (running ? "Showing: the scenario run's traffic" : "Showing: the console's traffic") + ", timed by its clients (a request never answered counts too)";
+  const viewLine = $("#charts-view");
+  viewLine.dataset.view = t.view;
+  if (viewLine.textContent !== viewWords) viewLine.textContent = viewWords;
   lineChart($("#chart-goodput"), classes.map((c) => ({ name: c + " good/s", points: t.classes[c].map((p) => [at(p), p.good]) })), {
-    now, bands, unit: "per second", empty: "no traffic: start some",
+    now, bands, shopBands, unit: "per second", empty: "no traffic: start some",
   });
   const interactive = classes.filter((c) => c !== "export");
   const lat = [];
@@ -631,7 +706,7 @@ function drawCharts(t) {
     lat.push({ name: c + " p99", points: t.classes[c].map((p) => [at(p), p.p99_ms]), dash: "" });
     lat.push({ name: c + " p50", points: t.classes[c].map((p) => [at(p), p.p50_ms]), dash: "6 4" });
   }
-  lineChart($("#chart-latency"), lat, { now, bands, unit: "ms", line: t.deadline_ms.checkout, empty: "no traffic: start some" });
+  lineChart($("#chart-latency"), lat, { now, bands, shopBands, unit: "ms", line: t.deadline_ms.checkout, empty: "no traffic: start some" });
 
   const gauges = t.gauges;
   const reasons = new Set();
