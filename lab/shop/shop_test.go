@@ -21,15 +21,15 @@ import (
 	"github.com/mercado-lab/mercado/lab/shop"
 )
 
-func startShop(t *testing.T, cfg shop.Config) *shop.Shop {
-	t.Helper()
+func startShop(tb testing.TB, cfg shop.Config) *shop.Shop {
+	tb.Helper()
 	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatalf("start: %v", err)
+		tb.Fatalf("start: %v", err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		if err := s.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
+			tb.Errorf("stop: %v", err)
 		}
 	})
 	return s
