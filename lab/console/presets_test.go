@@ -40,16 +40,7 @@ func TestClassesPresetSizesThePoolsAndShowsTheLesson(t *testing.T) {
 			}
 		}
 	}
-	state := func() console.State {
-		t.Helper()
-		status, _, body := call(t, http.MethodGet, base+"api/state", "", "", "")
-		var st console.State
-		if status != http.StatusOK || json.Unmarshal(body, &st) != nil {
-			t.Fatalf("GET api/state = %d %s", status, body)
-		}
-		return st
-	}
-	want("at start", state(), 200)
+	want("at start", state(t, base), 200)
 
 	res, err := console.ApplyPreset(context.Background(), base, "", "classes")
 	if err != nil {
@@ -67,7 +58,7 @@ func TestClassesPresetSizesThePoolsAndShowsTheLesson(t *testing.T) {
 	if status, _, body := call(t, http.MethodPut, base+"api/mode", "", "application/json", `{"mode":"budgeted"}`); status != http.StatusOK {
 		t.Fatalf("PUT api/mode = %d %s", status, body)
 	}
-	want("after the mode button", state(), 50)
+	want("after the mode button", state(t, base), 50)
 	checkouts = goodShare(t, base, time.Minute, func(good float64) bool { return good >= 0.9 })
 	if checkouts < 0.9 {
 		t.Errorf("budgeted, exports held to their share: at best %.0f%% of a second's checkouts good; want 90%% or more", 100*checkouts)
