@@ -39,9 +39,17 @@ func port(t *testing.T, addr string) string {
 // nothing from this shell), every profile enabled.
 func loadCompose(t *testing.T) *types.Project {
 	t.Helper()
+	return loadComposeEnv(t)
+}
+
+// loadComposeEnv is loadCompose with variables set as in the shell
+// ("MERCADO_IMAGE=mercado:dev"), which win over .env.
+func loadComposeEnv(t *testing.T, env ...string) *types.Project {
+	t.Helper()
 	opts, err := cli.NewProjectOptions(
 		[]string{filepath.Join(root, "docker-compose.yml")},
 		cli.WithWorkingDirectory(root),
+		cli.WithEnv(env),
 		cli.WithEnvFiles(filepath.Join(root, ".env")),
 		cli.WithDotEnv,
 		cli.WithProfiles([]string{"*"}),
@@ -129,10 +137,81 @@ func TestComposeServices(t *testing.T) {
 			if !s.ReadOnly || !slices.Contains(s.CapDrop, "ALL") || !slices.Contains(s.SecurityOpt, "no-new-privileges:true") {
 				t.Errorf("not locked down: read_only=%t cap_drop=%v security_opt=%v", s.ReadOnly, s.CapDrop, s.SecurityOpt)
 			}
-			if s.Image != "mercado:dev" || s.Build == nil || s.Build.Context != mustAbs(t, root) {
-				t.Errorf("image %q built from %v, want mercado:dev built from the repository", s.Image, s.Build)
+			if want := releasedImage(t); s.Image != want || s.Build == nil || s.Build.Context != mustAbs(t, root) {
+				t.Errorf("image %q built from %v, want %s, built from the repository with --build", s.Image, s.Build, want)
 			}
 		})
+	}
+}
+
+// releasedTag is the form of a release's tag: v1.2.3 (a pre-release,
+// v1.2.3-rc.1, is never the compose file's default).
+var releasedTag = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
+
+// releasedImage is the image docker-compose.yml runs by default: the one
+// .goreleaser.yaml publishes, at a release's tag.
+func releasedImage(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Dockers []struct {
+			Images []string `yaml:"images"`
+		} `yaml:"dockers_v2"`
+	}
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		t.Fatalf(".goreleaser.yaml: %v", err)
+	}
+	if len(cfg.Dockers) != 1 || len(cfg.Dockers[0].Images) != 1 {
+		t.Fatalf(".goreleaser.yaml: dockers_v2 %+v, want one image", cfg.Dockers)
+	}
+	image := cfg.Dockers[0].Images[0]
+	p := loadCompose(t)
+	got := service(t, p, "gateway").Image
+	name, tag, _ := strings.Cut(got, ":")
+	if name != image || !releasedTag.MatchString(tag) {
+		t.Fatalf("docker-compose.yml runs %q by default, want %s:vX.Y.Z, the image .goreleaser.yaml publishes at a release's tag", got, image)
+	}
+	return got
+}
+
+// TestComposeImage: every service that runs mercado runs one image, the
+// released one unless MERCADO_IMAGE names another, and builds it from the
+// repository's Dockerfile when asked (--build): the scripts that start the
+// stack on a machine that cannot pull set MERCADO_IMAGE=mercado:dev.
+func TestComposeImage(t *testing.T) {
+	released := releasedImage(t)
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, released},
+		{[]string{"MERCADO_IMAGE=mercado:dev"}, "mercado:dev"},
+	} {
+		p := loadComposeEnv(t, tc.env...)
+		var runs []string
+		for _, name := range sortedKeys(p.Services) {
+			s := p.Services[name]
+			if s.Build == nil {
+				continue
+			}
+			runs = append(runs, name)
+			if s.Image != tc.want {
+				t.Errorf("%v: %s runs image %q, want %q", tc.env, name, s.Image, tc.want)
+			}
+			if s.Build.Context != mustAbs(t, root) || (s.Build.Dockerfile != "" && s.Build.Dockerfile != "Dockerfile") {
+				t.Errorf("%v: %s builds from %s/%s, want the repository's Dockerfile", tc.env, name, s.Build.Context, s.Build.Dockerfile)
+			}
+		}
+		want := []string{"catalog", "gateway", "lab", "netproxy", "orders", "payments", "shipping"}
+		if !slices.Equal(runs, want) {
+			t.Errorf("%v: the services built from the repository are %v, want %v", tc.env, runs, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "Dockerfile.release")); err != nil {
+		t.Errorf("the released image's Dockerfile: %v", err)
 	}
 }
 
@@ -177,7 +256,7 @@ func TestComposeNetproxy(t *testing.T) {
 			t.Errorf("environment %s: `mercado serve netproxy` reads no such variable (it reads %v)", k, sortedKeys(reads))
 		}
 	}
-	if !s.ReadOnly || !slices.Contains(s.CapDrop, "ALL") || s.Image != "mercado:dev" {
+	if !s.ReadOnly || !slices.Contains(s.CapDrop, "ALL") || s.Image != releasedImage(t) {
 		t.Errorf("not the locked-down mercado image: read_only=%t cap_drop=%v image %q", s.ReadOnly, s.CapDrop, s.Image)
 	}
 	defaults := mercadoServices()

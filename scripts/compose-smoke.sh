@@ -50,8 +50,11 @@ if [ -z "${COMPOSE:-}" ]; then
 	fi
 fi
 # The project name comes from .env; the stack always starts in its
-# default mode, and without an admin token, whatever the shell says.
-export MERCADO_MODE=budgeted MERCADO_ADMIN_TOKEN=
+# default mode, and without an admin token, whatever the shell says. It
+# runs this checkout: the image is built from source as mercado:dev, never
+# pulled, and never tagged as the released image (docker-compose.yml's
+# default, docs/deploy.md, Releases).
+export MERCADO_MODE=budgeted MERCADO_ADMIN_TOKEN= MERCADO_IMAGE=mercado:dev
 compose() { $COMPOSE "$@"; }
 say() { printf '\ncompose-smoke: [%3ds] %s\n' "$SECONDS" "$*"; }
 fail() {
