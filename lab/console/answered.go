@@ -59,8 +59,7 @@ func (a *answered) observe(x gateway.Answer) {
 // client gave, or the page's default before any.
 func (a *answered) window(now time.Time, span time.Duration) (map[string][]Point, map[string]int64) {
 	from := now.Add(-span).UnixMilli()
-	dl := map[string]int64{"checkout": defaultDeadline.Milliseconds(), "browse": defaultDeadline.Milliseconds(),
-		"export": exportDeadline.Milliseconds()}
+	dl := classDeadlines(defaultDeadline.Milliseconds())
 	a.mu.Lock()
 	secs := map[string]map[int64]second{}
 	for class, bySec := range a.seconds {
