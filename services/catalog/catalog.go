@@ -59,7 +59,9 @@ func checkID(name, id string) error {
 // lets stock go negative, and holds at most one reservation per order (a
 // second Reserve for the order returns the first); Release is idempotent.
 type Store interface {
-	List(ctx context.Context) ([]Product, error)
+	// List returns up to limit products, in SKU order, after the SKU
+	// after ("" for the first).
+	List(ctx context.Context, after string, limit int) ([]Product, error)
 	Get(ctx context.Context, sku string) (Product, error)
 	Reserve(ctx context.Context, orderID string, lines []Line) (Reservation, error)
 	Release(ctx context.Context, reservationID string) error
@@ -80,12 +82,12 @@ func NewService(store Store, work sim.Simulator) (*Service, error) {
 	return &Service{store: store, work: work}, nil
 }
 
-// ListProducts returns every product.
-func (s *Service) ListProducts(ctx context.Context) ([]Product, error) {
-	if err := s.work.Work(ctx, sim.CatalogListProducts); err != nil {
-		return nil, err
-	}
-	return s.store.List(ctx)
+// ListProducts returns the page of the catalogue that a shopper browses:
+// size products (DefaultPageSize for 0) in SKU order after the SKU after
+// ("" for the first page), and the SKU to continue after, "" on the last
+// page.
+func (s *Service) ListProducts(ctx context.Context, size int, after string) ([]Product, string, error) {
+	return s.page(ctx, sim.CatalogListProducts, size, after)
 }
 
 // GetProduct returns one product.
@@ -121,19 +123,23 @@ func (s *Service) ReleaseStock(ctx context.Context, reservationID string) error 
 	return s.store.Release(ctx, reservationID)
 }
 
-// Export paging: a page holds 1 to MaxPageSize products, DefaultPageSize
-// when the caller asks for none.
+// Paging, for a listing and an export: a page holds 1 to MaxPageSize
+// products, DefaultPageSize when the caller asks for none.
 const (
 	DefaultPageSize = 50
 	MaxPageSize     = 100
 )
 
-// ExportPage returns the page of the whole catalogue, in SKU order, that
-// follows the SKU after ("" for the first page), and the SKU to continue
-// after, "" when the page is the last. Every page costs its own simulated
-// work (sim.CatalogExportCatalog) on the catalog's workers, so an
-// export competes with browsing and reservations for them.
+// ExportPage returns a page of the whole catalogue as ListProducts does,
+// for an export sent as batch traffic. Every page costs its own simulated
+// work (sim.CatalogExportCatalog) on the catalog's workers, so an export
+// competes with browsing and reservations for them.
 func (s *Service) ExportPage(ctx context.Context, size int, after string) ([]Product, string, error) {
+	return s.page(ctx, sim.CatalogExportCatalog, size, after)
+}
+
+// page reads one page after doing the method's simulated work.
+func (s *Service) page(ctx context.Context, method string, size int, after string) ([]Product, string, error) {
 	switch {
 	case size == 0:
 		size = DefaultPageSize
@@ -143,23 +149,19 @@ func (s *Service) ExportPage(ctx context.Context, size int, after string) ([]Pro
 	if len(after) > MaxIDBytes {
 		return nil, "", apperr.New(apperr.Invalid, "page_token is longer than %d characters", MaxIDBytes)
 	}
-	if err := s.work.Work(ctx, sim.CatalogExportCatalog); err != nil {
+	if err := s.work.Work(ctx, method); err != nil {
 		return nil, "", err
 	}
-	all, err := s.store.List(ctx)
+	// One more than the page holds tells whether another page follows.
+	page, err := s.store.List(ctx, after, size+1)
 	if err != nil {
 		return nil, "", err
 	}
-	i := 0
-	for i < len(all) && all[i].SKU <= after {
-		i++
+	if len(page) <= size {
+		return page, "", nil
 	}
-	page := all[i:min(i+size, len(all))]
-	next := ""
-	if i+size < len(all) {
-		next = page[len(page)-1].SKU
-	}
-	return page, next, nil
+	page = page[:size]
+	return page, page[size-1].SKU, nil
 }
 
 func validateLines(orderID string, lines []Line) error {

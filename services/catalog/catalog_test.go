@@ -24,9 +24,9 @@ type countingStore struct {
 
 var _ catalog.Store = (*countingStore)(nil)
 
-func (s *countingStore) List(ctx context.Context) ([]catalog.Product, error) {
+func (s *countingStore) List(ctx context.Context, after string, limit int) ([]catalog.Product, error) {
 	s.calls++
-	return s.Store.List(ctx)
+	return s.Store.List(ctx, after, limit)
 }
 
 func (s *countingStore) Get(ctx context.Context, sku string) (catalog.Product, error) {
@@ -144,9 +144,16 @@ func TestServiceUseCases(t *testing.T) {
 	ctx := context.Background()
 	svc := newService(t, catalog.NewMemStore(products()), nil, mode.Budgeted)
 
-	ps, err := svc.ListProducts(ctx)
-	if err != nil || len(ps) != 2 {
-		t.Fatalf("ListProducts = %+v, %v; want 2 products", ps, err)
+	ps, next, err := svc.ListProducts(ctx, 0, "")
+	if err != nil || len(ps) != 2 || next != "" {
+		t.Fatalf("ListProducts = %+v, %q, %v; want 2 products, no next page", ps, next, err)
+	}
+	ps, next, err = svc.ListProducts(ctx, 1, "")
+	if err != nil || len(ps) != 1 || next != ps[0].SKU {
+		t.Fatalf("ListProducts(1) = %+v, %q, %v; want 1 product and its SKU to go on after", ps, next, err)
+	}
+	if ps, next, err = svc.ListProducts(ctx, 1, next); err != nil || len(ps) != 1 || next != "" {
+		t.Fatalf("ListProducts(1, next) = %+v, %q, %v; want the last product, no next page", ps, next, err)
 	}
 	if _, err := svc.GetProduct(ctx, "nope"); codeOf(err) != apperr.NotFound {
 		t.Errorf("GetProduct(nope) error = %v, want NotFound", err)
@@ -204,7 +211,7 @@ func TestServiceSimulatedWork(t *testing.T) {
 				}
 				// Only the faulted method is slow.
 				start = time.Now()
-				if _, err := svc.ListProducts(context.Background()); err != nil || time.Since(start) != 0 {
+				if _, _, err := svc.ListProducts(context.Background(), 0, ""); err != nil || time.Since(start) != 0 {
 					t.Errorf("ListProducts took %v (err %v), want no delay", time.Since(start), err)
 				}
 			})
@@ -216,7 +223,7 @@ func TestServiceSimulatedWork(t *testing.T) {
 // page after the one before; bad paging is refused before any work.
 func TestExportPage(t *testing.T) {
 	ctx := context.Background()
-	svc := newService(t, catalog.NewMemStore(catalog.Seed()), nil, mode.Budgeted)
+	svc := newService(t, catalog.NewMemStore(catalog.Seed()[:6]), nil, mode.Budgeted) // the named six
 	var skus []string
 	after := ""
 	for pages := 1; ; pages++ {

@@ -17,12 +17,12 @@ func toProto(p Product) *catalogv1.Product {
 	return &catalogv1.Product{Sku: p.SKU, Name: p.Name, PriceCents: p.PriceCents, Stock: p.Stock}
 }
 
-func (g grpcServer) ListProducts(ctx context.Context, _ *catalogv1.ListProductsRequest) (*catalogv1.ListProductsResponse, error) {
-	ps, err := g.svc.ListProducts(ctx)
+func (g grpcServer) ListProducts(ctx context.Context, req *catalogv1.ListProductsRequest) (*catalogv1.ListProductsResponse, error) {
+	ps, next, err := g.svc.ListProducts(ctx, int(req.GetPageSize()), req.GetPageToken())
 	if err != nil {
 		return nil, apperr.Status(err)
 	}
-	out := &catalogv1.ListProductsResponse{Products: make([]*catalogv1.Product, len(ps))}
+	out := &catalogv1.ListProductsResponse{Products: make([]*catalogv1.Product, len(ps)), NextPageToken: next}
 	for i, p := range ps {
 		out.Products[i] = toProto(p)
 	}

@@ -63,12 +63,14 @@ func TestGRPC(t *testing.T) {
 	defer cancel()
 
 	t.Run("ListProducts", func(t *testing.T) {
-		resp, err := c.ListProducts(ctx, &catalogv1.ListProductsRequest{})
+		resp, err := c.ListProducts(ctx, &catalogv1.ListProductsRequest{PageSize: 100, PageToken: "tea-sencha"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := len(resp.GetProducts()), len(catalog.Seed()); got != want {
-			t.Fatalf("ListProducts returned %d products, want the %d seeded", got, want)
+		// tin-001 to tin-059 follow tea-sencha, and nothing after them.
+		if got := len(resp.GetProducts()); got != 59 || resp.GetProducts()[0].GetSku() != "tin-001" || resp.GetNextPageToken() != "" {
+			t.Fatalf("ListProducts after tea-sencha returned %d products from %s, next %q; want the 59 tins, the last page",
+				got, resp.GetProducts()[0].GetSku(), resp.GetNextPageToken())
 		}
 		for _, p := range resp.GetProducts() {
 			if p.GetSku() == "" || p.GetName() == "" || p.GetPriceCents() <= 0 {

@@ -3,16 +3,24 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 )
 
-// Seed is the small catalogue every new store starts with.
+// SeedSize is how many products Seed holds.
+const SeedSize = 600
+
+// Seed is the catalogue every new store starts with: six named products
+// the docs and tests buy by name (paper filters with only 10 in stock, to
+// sell out), and numbered ones (cup-001, dripper-001, …) that make it a
+// catalogue of SeedSize for the load to spread over. Every SKU but
+// coffee-arabica sorts after coffee-arabica, so it is the first product a
+// listing shows.
 func Seed() []Product {
-	return []Product{
+	products := []Product{
 		{SKU: "tea-sencha", Name: "Sencha green tea, 100 g", PriceCents: 1250, Stock: 1_000_000},
 		{SKU: "coffee-arabica", Name: "Arabica coffee beans, 250 g", PriceCents: 1490, Stock: 1_000_000},
 		{SKU: "mug-stoneware", Name: "Stoneware mug", PriceCents: 1800, Stock: 1_000_000},
@@ -20,12 +28,29 @@ func Seed() []Product {
 		{SKU: "grinder-burr", Name: "Hand burr grinder", PriceCents: 7900, Stock: 1_000_000},
 		{SKU: "filter-paper", Name: "Paper filters, 100 pack", PriceCents: 450, Stock: 10},
 	}
+	kinds := []struct{ sku, name string }{
+		{"cup", "Tasting cup"}, {"dripper", "Pour-over dripper"}, {"jar", "Storage jar"},
+		{"kettle", "Stovetop kettle"}, {"mug", "Enamel mug"}, {"press", "French press"},
+		{"scale", "Brewing scale"}, {"spoon", "Measuring spoon"}, {"tea", "Loose-leaf tea blend"},
+		{"tin", "Tea tin"},
+	}
+	for i := range SeedSize - len(products) {
+		k, n := kinds[i%len(kinds)], i/len(kinds)+1
+		products = append(products, Product{
+			SKU:        fmt.Sprintf("%s-%03d", k.sku, n),
+			Name:       fmt.Sprintf("%s no. %d", k.name, n),
+			PriceCents: 300 + int64(i*7919%9700), // spread from 3 to 100 currency units
+			Stock:      1_000_000,
+		})
+	}
+	return products
 }
 
 // MemStore is the in-memory Store of the embedded default.
 type MemStore struct {
 	mu           sync.Mutex
 	products     map[string]Product
+	skus         []string // every product's, sorted: the listing's order
 	reservations map[string]Reservation
 	byOrder      map[string]string
 	released     map[string]bool
@@ -41,18 +66,23 @@ func NewMemStore(products []Product) *MemStore {
 	for _, p := range products {
 		s.products[p.SKU] = p
 	}
+	s.skus = slices.Sorted(maps.Keys(s.products))
 	return s
 }
 
 // List implements Store.
-func (s *MemStore) List(ctx context.Context) ([]Product, error) {
+func (s *MemStore) List(ctx context.Context, after string, limit int) ([]Product, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Product, 0, len(s.products))
-	for _, p := range s.products {
-		out = append(out, p)
+	i, found := slices.BinarySearch(s.skus, after)
+	if found {
+		i++
 	}
-	slices.SortFunc(out, func(a, b Product) int { return strings.Compare(a.SKU, b.SKU) })
+	skus := s.skus[i:min(i+limit, len(s.skus))]
+	out := make([]Product, len(skus))
+	for j, sku := range skus {
+		out[j] = s.products[sku]
+	}
 	return out, nil
 }
 

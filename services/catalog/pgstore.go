@@ -63,9 +63,12 @@ func (s *PGStore) Seed(ctx context.Context, products []Product) error {
 	return postgres.Error(err, "seeding the catalogue")
 }
 
-// List implements Store.
-func (s *PGStore) List(ctx context.Context) ([]Product, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT sku, name, price_cents, stock FROM catalog.products ORDER BY sku`)
+// List implements Store. SKUs compare byte by byte (COLLATE "C"), as
+// they do in Go, whatever the database's own collation.
+func (s *PGStore) List(ctx context.Context, after string, limit int) ([]Product, error) {
+	rows, _ := s.pool.Query(ctx, `
+		SELECT sku, name, price_cents, stock FROM catalog.products
+		WHERE sku COLLATE "C" > $1 ORDER BY sku COLLATE "C" LIMIT $2`, after, limit)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Product])
 	if err != nil {
 		return nil, postgres.Error(err, "listing products")

@@ -46,14 +46,35 @@ func testStore(t *testing.T, newStore newStoreFunc) {
 func testListAndGet(t *testing.T, newStore newStoreFunc) {
 	ctx := context.Background()
 	s := newStore(t, catalog.Seed())
-	got, err := s.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := catalog.Seed()
 	slices.SortFunc(want, func(a, b catalog.Product) int { return strings.Compare(a.SKU, b.SKU) })
+	if len(want) != catalog.SeedSize || want[0].SKU != "coffee-arabica" {
+		t.Fatalf("the seed holds %d products, first %q; want %d, coffee-arabica first", len(want), want[0].SKU, catalog.SeedSize)
+	}
+	// Paged through, 7 a page (the last one short), the listing is the
+	// whole seed in SKU order, each product once.
+	var got []catalog.Product
+	after := ""
+	for range len(want) {
+		page, err := s.List(ctx, after, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page...)
+		if len(page) < 7 {
+			break
+		}
+		after = page[len(page)-1].SKU
+	}
 	if !slices.Equal(got, want) {
-		t.Errorf("List() = %+v, want the seed sorted by SKU %+v", got, want)
+		t.Errorf("List paged through = %d products, want the seed's %d sorted by SKU", len(got), len(want))
+	}
+	// A token that is no SKU continues after where it would sort.
+	if page, err := s.List(ctx, "kettle-0", 2); err != nil || len(page) != 2 || page[0].SKU != "kettle-001" {
+		t.Errorf("List(after kettle-0) = %+v, %v; want kettle-001 first", page, err)
+	}
+	if page, err := s.List(ctx, want[len(want)-1].SKU, 5); err != nil || len(page) != 0 {
+		t.Errorf("List after the last SKU = %+v, %v; want nothing", page, err)
 	}
 
 	p, err := s.Get(ctx, "filter-paper")

@@ -191,7 +191,19 @@ func TestBadInputMatrix(t *testing.T) {
 	})
 
 	t.Run("GET /api/products", func(t *testing.T) {
-		runMatrix(t, a, deadlineCases(http.MethodGet, "/api/products", "", plain))
+		get := func(name, path string, code int, detail string) badCase {
+			return badCase{name, http.MethodGet, path, "", nil, code, detail}
+		}
+		cases := []badCase{
+			get("page_size 0", "/api/products?page_size=0", 400, "page_size must be one whole number from 1 to 100"),
+			get("page_size 101", "/api/products?page_size=101", 400, "page_size must be"),
+			get("page_size twice", "/api/products?page_size=1&page_size=2", 400, "page_size is given 2 times"),
+			get("page_token with a space", "/api/products?page_token=tea%20sencha", 400, "page_token may hold only"),
+			get("page_token over 64", "/api/products?page_token="+strings.Repeat("t", 65), 400, "page_token is longer than 64"),
+			get("unknown parameter", "/api/products?page=2", 400, `unknown query parameter "page" (this route takes page_size and page_token)`),
+		}
+		cases = append(cases, deadlineCases(http.MethodGet, "/api/products", "", plain)...)
+		runMatrix(t, a, cases)
 	})
 
 	t.Run("GET /api/products/{sku}", func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/sim"
 	"github.com/mercado-lab/mercado/lab/shop"
 	"github.com/mercado-lab/mercado/pkg/deadline"
+	"github.com/mercado-lab/mercado/services/catalog"
 	"github.com/mercado-lab/mercado/services/gateway"
 )
 
@@ -76,21 +77,22 @@ func TestClassBudgets(t *testing.T) {
 
 func TestExport(t *testing.T) {
 	a := startShop(t)
-	r := a.get(t, "/api/catalog/export?page_size=4", map[string]string{"X-Request-Class": "batch"})
+	r := a.get(t, "/api/catalog/export?page_size=100", map[string]string{"X-Request-Class": "batch"})
 	if r.code != http.StatusOK {
 		t.Fatalf("status = %d, want 200 (body %s)", r.code, r.body)
 	}
 	e := decode[gateway.Export](t, r)
-	if len(e.Products) != 6 || e.Pages != 2 || e.Class != "batch" || e.Refused != 0 {
-		t.Errorf("export = %d products in %d pages, class %q, %d refused; want the 6 seeded in 2 pages, batch, none refused",
-			len(e.Products), e.Pages, e.Class, e.Refused)
+	if len(e.Products) != catalog.SeedSize || e.Pages != 6 || e.Class != "batch" || e.Refused != 0 {
+		t.Errorf("export = %d products in %d pages, class %q, %d refused; want the %d seeded in 6 pages, batch, none refused",
+			len(e.Products), e.Pages, e.Class, e.Refused, catalog.SeedSize)
 	}
 	for _, bad := range []struct{ query, detail string }{
 		{"?page_size=0", "page_size must be"},
 		{"?page_size=101", "page_size must be"},
 		{"?page_size=ten", "page_size must be"},
-		{"?page_size=1&page_size=2", "page_size must be"},
+		{"?page_size=1&page_size=2", "page_size is given 2 times"},
 		{"?pagesize=10", `unknown query parameter "pagesize"`},
+		{"?page_token=tea-001", `unknown query parameter "page_token" (this route takes page_size)`},
 	} {
 		t.Run(bad.query, func(t *testing.T) {
 			checkProblem(t, a.get(t, "/api/catalog/export"+bad.query, map[string]string{"X-Request-Class": "batch"}),
@@ -148,8 +150,8 @@ func TestExportWaitsOutAFullCatalog(t *testing.T) {
 	if r.code != http.StatusOK {
 		t.Fatalf("export = %d %s, want 200", r.code, r.body)
 	}
-	if e := decode[gateway.Export](t, r); len(e.Products) != 6 || e.Refused < 1 {
-		t.Errorf("export = %d products, %d refusals; want 6, and at least one refusal while catalog was full", len(e.Products), e.Refused)
+	if e := decode[gateway.Export](t, r); len(e.Products) != catalog.SeedSize || e.Refused < 1 {
+		t.Errorf("export = %d products, %d refusals; want all, and at least one refusal while catalog was full", len(e.Products), e.Refused)
 	}
 }
 
@@ -226,8 +228,8 @@ func TestExportTimeoutsOpenOnlyBatchsBreaker(t *testing.T) {
 		if r.code != http.StatusOK {
 			t.Fatalf("export = %d %s, want 200", r.code, r.body)
 		}
-		if e := decode[gateway.Export](t, r); len(e.Products) != 6 || e.Refused < 1 {
-			t.Errorf("export = %d products, %d pages asked for again; want 6, and at least one", len(e.Products), e.Refused)
+		if e := decode[gateway.Export](t, r); len(e.Products) != catalog.SeedSize || e.Refused < 1 {
+			t.Errorf("export = %d products, %d pages asked for again; want all, and at least one", len(e.Products), e.Refused)
 		}
 	}
 	if opens := gatewayBreakerOpens(t, s.Gateway.AdminAddr); opens != 1 {

@@ -49,7 +49,7 @@ type Export struct {
 }
 
 func (s *server) exportCatalog(w http.ResponseWriter, r *http.Request) {
-	size, err := exportPageSize(r)
+	size, _, err := pageQuery(r, false)
 	if err != nil {
 		problem.Write(w, r, http.StatusBadRequest, err.Error())
 		return
@@ -111,23 +111,35 @@ func askAgain(err error) bool {
 		errors.Is(err, deadline.ErrCallTimeout)
 }
 
-// exportPageSize reads the page_size query parameter: 1 to 100, 50 when
-// absent. Any other parameter is refused, so that a typo is not silently
-// ignored.
-func exportPageSize(r *http.Request) (int, error) {
+// pageQuery reads a paged read's query parameters: page_size, 1 to 100
+// (50 when absent), and, where the route takes one, page_token (at most
+// MaxIDBytes, as every identifier). Any other parameter is refused, so
+// that a typo is not silently ignored.
+func pageQuery(r *http.Request, takesToken bool) (size int, token string, err error) {
 	q := r.URL.Query()
+	takes := "page_size"
+	if takesToken {
+		takes = "page_size and page_token"
+	}
 	for k := range q {
-		if k != "page_size" {
-			return 0, fmt.Errorf("unknown query parameter %q (the export takes page_size)", truncate(k, 32))
+		if k != "page_size" && (k != "page_token" || !takesToken) {
+			return 0, "", fmt.Errorf("unknown query parameter %q (this route takes %s)", truncate(k, 32), takes)
+		}
+		if len(q[k]) > 1 {
+			return 0, "", fmt.Errorf("%s is given %d times; give it once", k, len(q[k]))
 		}
 	}
-	v := q.Get("page_size")
-	if v == "" {
-		return 50, nil
+	size = 50
+	if v := q.Get("page_size"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > exportMaxPageSize {
+			return 0, "", fmt.Errorf("page_size must be one whole number from 1 to %d, got %q", exportMaxPageSize, truncate(v, 32))
+		}
+		size = n
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > exportMaxPageSize || len(q["page_size"]) > 1 {
-		return 0, fmt.Errorf("page_size must be one whole number from 1 to %d, got %q", exportMaxPageSize, truncate(v, 32))
+	token = q.Get("page_token")
+	if err := checkID("page_token", token); token != "" && err != nil {
+		return 0, "", err
 	}
-	return n, nil
+	return size, token, nil
 }

@@ -160,14 +160,34 @@ func TestProducts(t *testing.T) {
 		if r.code != http.StatusOK {
 			t.Fatalf("status = %d, want 200 (body %s)", r.code, r.body)
 		}
-		got := decode[struct{ Products []gateway.Product }](t, r).Products
 		var want []gateway.Product
 		for _, p := range catalog.Seed() {
 			want = append(want, gateway.Product{SKU: p.SKU, Name: p.Name, PriceCents: p.PriceCents, Stock: p.Stock})
 		}
 		slices.SortFunc(want, func(a, b gateway.Product) int { return strings.Compare(a.SKU, b.SKU) })
+		first := decode[gateway.Page](t, r)
+		if len(first.Products) != catalog.DefaultPageSize || first.NextPageToken == "" {
+			t.Errorf("first page = %d products, next %q; want %d and a token", len(first.Products), first.NextPageToken, catalog.DefaultPageSize)
+		}
+		// Paged through with the tokens, the pages are the seed in SKU
+		// order.
+		var got []gateway.Product
+		for token, pages := "", 0; ; pages++ {
+			if pages > len(want) {
+				t.Fatal("the pages never end")
+			}
+			r := a.get(t, "/api/products?page_size=100&page_token="+token, nil)
+			if r.code != http.StatusOK {
+				t.Fatalf("page %d: status = %d, want 200 (body %s)", pages+1, r.code, r.body)
+			}
+			p := decode[gateway.Page](t, r)
+			got = append(got, p.Products...)
+			if token = p.NextPageToken; token == "" {
+				break
+			}
+		}
 		if !slices.Equal(got, want) {
-			t.Errorf("products = %+v, want the seed %+v", got, want)
+			t.Errorf("paged through, the products are %d, want the seed's %d in SKU order", len(got), len(want))
 		}
 		// Browse calls catalog only, and says so.
 		hops := serverTiming(t, r)

@@ -119,15 +119,26 @@ func shipmentStatusText(s ordersv1.ShipmentStatus) string {
 	return ""
 }
 
+// Page is the answer to GET /api/products: one page of the catalogue, in
+// SKU order. NextPageToken, passed back as page_token, asks for the next
+// page; it is left out on the last one.
+type Page struct {
+	Products      []Product `json:"products"`
+	NextPageToken string    `json:"next_page_token,omitempty"`
+}
+
 func (s *server) listProducts(w http.ResponseWriter, r *http.Request) {
-	resp, err := s.catalog.ListProducts(r.Context(), &catalogv1.ListProductsRequest{})
+	size, token, err := pageQuery(r, true)
+	if err != nil {
+		problem.Write(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	resp, err := s.catalog.ListProducts(r.Context(), &catalogv1.ListProductsRequest{PageSize: int32(size), PageToken: token})
 	if err != nil {
 		writeUpstreamError(w, r, err, nil)
 		return
 	}
-	out := struct {
-		Products []Product `json:"products"`
-	}{Products: make([]Product, 0, len(resp.GetProducts()))}
+	out := Page{Products: make([]Product, 0, len(resp.GetProducts())), NextPageToken: resp.GetNextPageToken()}
 	for _, p := range resp.GetProducts() {
 		out.Products = append(out.Products, productFromProto(p))
 	}

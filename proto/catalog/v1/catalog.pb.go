@@ -93,7 +93,11 @@ func (x *Product) GetStock() int64 {
 }
 
 type ListProductsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// page_size is 1 to 100 products; 0 means 50.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// page_token is the next_page_token of the page before; empty for the first.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -128,9 +132,25 @@ func (*ListProductsRequest) Descriptor() ([]byte, []int) {
 	return file_catalog_v1_catalog_proto_rawDescGZIP(), []int{1}
 }
 
+func (x *ListProductsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListProductsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListProductsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Products      []*Product             `protobuf:"bytes,1,rep,name=products,proto3" json:"products,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Products []*Product             `protobuf:"bytes,1,rep,name=products,proto3" json:"products,omitempty"`
+	// next_page_token asks for the next page; empty on the last one.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -170,6 +190,13 @@ func (x *ListProductsResponse) GetProducts() []*Product {
 		return x.Products
 	}
 	return nil
+}
+
+func (x *ListProductsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type GetProductRequest struct {
@@ -645,10 +672,14 @@ const file_catalog_v1_catalog_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1f\n" +
 	"\vprice_cents\x18\x03 \x01(\x03R\n" +
 	"priceCents\x12\x14\n" +
-	"\x05stock\x18\x04 \x01(\x03R\x05stock\"\x15\n" +
-	"\x13ListProductsRequest\"O\n" +
+	"\x05stock\x18\x04 \x01(\x03R\x05stock\"Q\n" +
+	"\x13ListProductsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"w\n" +
 	"\x14ListProductsResponse\x127\n" +
-	"\bproducts\x18\x01 \x03(\v2\x1b.mercado.catalog.v1.ProductR\bproducts\"%\n" +
+	"\bproducts\x18\x01 \x03(\v2\x1b.mercado.catalog.v1.ProductR\bproducts\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"%\n" +
 	"\x11GetProductRequest\x12\x10\n" +
 	"\x03sku\x18\x01 \x01(\tR\x03sku\"*\n" +
 	"\x04Line\x12\x10\n" +

@@ -33,6 +33,8 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type CatalogServiceClient interface {
+	// ListProducts returns one page of the catalogue, in SKU order: what a
+	// shopper browses.
 	ListProducts(ctx context.Context, in *ListProductsRequest, opts ...grpc.CallOption) (*ListProductsResponse, error)
 	GetProduct(ctx context.Context, in *GetProductRequest, opts ...grpc.CallOption) (*Product, error)
 	// ReserveStock holds stock for every line of an order, all or nothing.
@@ -107,6 +109,8 @@ func (c *catalogServiceClient) ExportCatalog(ctx context.Context, in *ExportCata
 // All implementations must embed UnimplementedCatalogServiceServer
 // for forward compatibility.
 type CatalogServiceServer interface {
+	// ListProducts returns one page of the catalogue, in SKU order: what a
+	// shopper browses.
 	ListProducts(context.Context, *ListProductsRequest) (*ListProductsResponse, error)
 	GetProduct(context.Context, *GetProductRequest) (*Product, error)
 	// ReserveStock holds stock for every line of an order, all or nothing.
