@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/internal/setting"
@@ -45,6 +47,8 @@ type CapacityConfig struct {
 	// Mechanisms switch single mechanisms on top of each mode, in the
 	// --mechanisms syntax ("bulkheads=off"), to price one at a time.
 	Mechanisms mode.Overrides
+	// Basket is what the checkouts buy (its popularity is a flag).
+	Basket loadtest.Basket
 }
 
 // DefaultCapacity searches both modes on the memory store for p99 ≤ 25 ms.
@@ -64,6 +68,9 @@ func (c *CapacityConfig) Settings() []setting.Setting {
 	return []setting.Setting{
 		setting.Var(&c.Mechanisms, "mechanisms", "", "switch single mechanisms on top of each mode, e.g. bulkheads=off,outbox=off",
 			func() error { return c.Mechanisms.Validate() }),
+		setting.String(&c.Basket.Popularity, "popularity", loadtest.PopularityZipf,
+			"how checkouts choose among the catalogue's products: zipf (exponent 1.1), uniform, or one (every checkout the same product)",
+			func(string) error { return errors.Join(c.Basket.Validate()...) }),
 		setting.String(&c.DatabaseURL, "database-url", "", "keep the services' state in this PostgreSQL database (default: in memory)", nil),
 		setting.Int(&c.DBMaxConns, "db-max-conns", serve.DefaultDBMaxConns, setting.Within(1, 1000), "each service's database pool, with --database-url"),
 		setting.Duration(&c.P99, "p99", 25*time.Millisecond, setting.Within(time.Millisecond, 10*time.Second),
@@ -299,11 +306,15 @@ func warmUp(ctx context.Context, cfg CapacityConfig, m mode.Mode, log *slog.Logg
 			log.Warn("stopping the shop", "err", err)
 		}
 	}()
-	if err := warmConnections(ctx, s.GatewayURL(), fmt.Sprintf("warmup-conns-%s", m), cfg.DBMaxConns); err != nil {
+	b, err := newBuyer(ctx, s.GatewayURL(), cfg.Basket)
+	if err != nil {
 		return err
 	}
-	c := loadtest.Class{Name: "checkout", Rate: rate, Deadline: cfg.Deadline, Request: loadtest.CheckoutRequest(fmt.Sprintf("warmup-%s", m))}
-	_, err = loadtest.Run(ctx, loadtest.Options{Base: s.GatewayURL(), Duration: cfg.Step}, c)
+	if err := warmConnections(ctx, b, fmt.Sprintf("warmup-conns-%s", m), cfg.DBMaxConns); err != nil {
+		return err
+	}
+	c := loadtest.Class{Name: "checkout", Rate: rate, Deadline: cfg.Deadline, Request: b.checkouts(fmt.Sprintf("warmup-%s", m))}
+	_, err = loadtest.Run(ctx, loadtest.Options{Base: b.base, Duration: cfg.Step}, c)
 	return err
 }
 
@@ -315,8 +326,8 @@ func warmUp(ctx context.Context, cfg CapacityConfig, m mode.Mode, log *slog.Logg
 // warm-up alone leaves most of them cold at a low rate: a few checkouts a
 // second spread over ten fresh connections a service each paid for the
 // cold connections in every checkout. Their answers are not judged.
-func warmConnections(ctx context.Context, base, keyPrefix string, conns int) error {
-	request := loadtest.CheckoutRequest(keyPrefix)
+func warmConnections(ctx context.Context, b buyer, keyPrefix string, conns int) error {
+	base, request := b.base, b.checkouts(keyPrefix)
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	seq := uint64(0)
@@ -372,15 +383,19 @@ func holdRateFresh(ctx context.Context, cfg CapacityConfig, m mode.Mode, rate fl
 			log.Warn("stopping the shop", "err", err)
 		}
 	}()
-	if err := warmConnections(ctx, s.GatewayURL(), fmt.Sprintf("conns-%s-%v", m, rate), cfg.DBMaxConns); err != nil {
+	b, err := newBuyer(ctx, s.GatewayURL(), cfg.Basket)
+	if err != nil {
 		return CapacityStep{}, err
 	}
-	warm := loadtest.Class{Name: "checkout", Rate: rate, Deadline: cfg.Deadline, Request: loadtest.CheckoutRequest(fmt.Sprintf("warm-%s-%v", m, rate))}
-	if _, err := loadtest.Run(ctx, loadtest.Options{Base: s.GatewayURL(), Duration: min(time.Second, cfg.Step/5)}, warm); err != nil {
+	if err := warmConnections(ctx, b, fmt.Sprintf("conns-%s-%v", m, rate), cfg.DBMaxConns); err != nil {
+		return CapacityStep{}, err
+	}
+	warm := loadtest.Class{Name: "checkout", Rate: rate, Deadline: cfg.Deadline, Request: b.checkouts(fmt.Sprintf("warm-%s-%v", m, rate))}
+	if _, err := loadtest.Run(ctx, loadtest.Options{Base: b.base, Duration: min(time.Second, cfg.Step/5)}, warm); err != nil {
 		return CapacityStep{}, err
 	}
 	cpu0 := processCPU()
-	st, err := holdRate(ctx, s.GatewayURL(), rate, cfg, fmt.Sprintf("cap-%s-%v", m, rate))
+	st, err := holdRate(ctx, b, rate, cfg, fmt.Sprintf("cap-%s-%v", m, rate))
 	st.CPUS = (processCPU() - cpu0).Seconds()
 	return st, err
 }
@@ -396,10 +411,27 @@ func startCapacityShop(ctx context.Context, cfg CapacityConfig, m mode.Mode, log
 	return shop.Start(ctx, sc, log)
 }
 
+// buyer sends a capacity step's checkouts: a shop, and the catalogue its
+// checkouts buy from.
+type buyer struct {
+	base   string
+	cat    loadtest.Catalogue
+	basket loadtest.Basket
+}
+
+func newBuyer(ctx context.Context, base string, b loadtest.Basket) (buyer, error) {
+	cat, err := loadtest.ReadCatalogue(ctx, base)
+	return buyer{base: base, cat: cat, basket: b}, err
+}
+
+func (b buyer) checkouts(keyPrefix string) func(string, uint64) vegeta.Target {
+	return loadtest.CheckoutRequest(keyPrefix, b.cat, b.basket)
+}
+
 // holdRate sends checkouts at rate for one step and judges the step.
-func holdRate(ctx context.Context, base string, rate float64, cfg CapacityConfig, keyPrefix string) (CapacityStep, error) {
-	c := loadtest.Class{Name: "checkout", Rate: rate, Deadline: cfg.Deadline, Request: loadtest.CheckoutRequest(keyPrefix)}
-	got, err := loadtest.Run(ctx, loadtest.Options{Base: base, Duration: cfg.Step}, c)
+func holdRate(ctx context.Context, b buyer, rate float64, cfg CapacityConfig, keyPrefix string) (CapacityStep, error) {
+	c := loadtest.Class{Name: "checkout", Rate: rate, Deadline: cfg.Deadline, Request: b.checkouts(keyPrefix)}
+	got, err := loadtest.Run(ctx, loadtest.Options{Base: b.base, Duration: cfg.Step}, c)
 	if err != nil {
 		return CapacityStep{}, err
 	}

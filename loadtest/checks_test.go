@@ -159,7 +159,7 @@ func TestPhasesKeepTheirSchedule(t *testing.T) {
 		},
 	}
 	start := time.Now()
-	runs, invalid, err := runPhases(context.Background(), sc, quietShop{srv.URL}, start, mode.Naive, "k", "none", DefaultValidity().MinAchieved, nil)
+	runs, invalid, err := runPhases(context.Background(), sc, quietShop{srv.URL}, start, mode.Naive, "k", oneProduct, DefaultValidity().MinAchieved, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // (here the server fails once the calm phase is over).
 func TestFaultClassesTakeTheFaultyPhasesTogether(t *testing.T) {
 	start := time.Now()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(withListing(func(w http.ResponseWriter, r *http.Request) {
 		if time.Since(start) > 1200*time.Millisecond { // past the calm phase, with room for the setup
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}

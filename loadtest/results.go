@@ -35,6 +35,9 @@ type RunSettings struct {
 	// Classes are each class's base rate and deadline; a phase may set
 	// other rates (PhaseSpan.Rates).
 	Classes []ClassSetting `json:"classes"`
+	// Checkouts is what the checkouts bought, in words ("zipf 1.1"): the
+	// scenario's Basket.
+	Checkouts string `json:"checkouts,omitempty"`
 	// Workers and BreakerOpenMS size an in-process shop (0: the shop's
 	// defaults, or a running deployment's own).
 	Workers       int     `json:"workers,omitempty"`
@@ -195,6 +198,9 @@ func (s Scenario) Settings() RunSettings {
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Classes)) {
 		out.Classes = append(out.Classes, ClassSetting{Class: name, Rate: s.Classes[name].Rate, DeadlineMS: ms(s.DeadlineOf(name))})
+	}
+	if _, ok := s.Classes["checkout"]; ok {
+		out.Checkouts = s.Checkout.String()
 	}
 	return out
 }

@@ -89,7 +89,11 @@ func runMode(ctx context.Context, sc Scenario, shop Target, m mode.Mode, nonce s
 	if err := setNetwork(ctx, sc, shop, nil); err != nil {
 		return ModeResult{}, err
 	}
-	orderID := seedOrder(ctx, shop.URL(), string(m)+"-"+nonce)
+	cat, err := ReadCatalogue(ctx, shop.URL())
+	if err != nil {
+		return ModeResult{}, err
+	}
+	fx := fixtures{orderID: seedOrder(ctx, shop.URL(), string(m)+"-"+nonce), cat: cat}
 
 	mechanisms := m.Mechanisms().Apply(overrides)
 	mr := ModeResult{Mode: string(m), Valid: true, Series: map[string][]Second{}, Mechanisms: &mechanisms,
@@ -120,7 +124,7 @@ func runMode(ctx context.Context, sc Scenario, shop Target, m mode.Mode, nonce s
 	if o.OnSample != nil {
 		onSample = func(s Sample) { o.OnSample(string(m), s) }
 	}
-	phased, invalid, err := runPhases(ctx, sc, shop, start, m, fmt.Sprintf("%s-%s", m, nonce), orderID, rule.MinAchieved, onSample)
+	phased, invalid, err := runPhases(ctx, sc, shop, start, m, fmt.Sprintf("%s-%s", m, nonce), fx, rule.MinAchieved, onSample)
 	if err != nil {
 		watch.Stop()
 		close(progressDone)
@@ -281,7 +285,7 @@ type phaseRun struct {
 // change at each phase's start. It reports every phase whose generator
 // sent less than minAchieved of what its schedule asked; onSample, when
 // set, sees the samples as they arrive.
-func runPhases(ctx context.Context, sc Scenario, shop Target, start time.Time, m mode.Mode, keyPrefix, orderID string, minAchieved float64, onSample func(Sample)) ([]phaseRun, []string, error) {
+func runPhases(ctx context.Context, sc Scenario, shop Target, start time.Time, m mode.Mode, keyPrefix string, fx fixtures, minAchieved float64, onSample func(Sample)) ([]phaseRun, []string, error) {
 	out := make([]phaseRun, len(sc.Phases))
 	errs := make([]error, len(sc.Phases))
 	var wg sync.WaitGroup
@@ -317,7 +321,7 @@ func runPhases(ctx context.Context, sc Scenario, shop Target, start time.Time, m
 			out[i-1].to = c
 		}
 		out[i].start = time.Since(start)
-		classes := sc.phaseClasses(p, m, fmt.Sprintf("%s-%d", keyPrefix, i), orderID)
+		classes := sc.phaseClasses(p, m, fmt.Sprintf("%s-%d", keyPrefix, i), fx)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -344,7 +348,7 @@ func runPhases(ctx context.Context, sc Scenario, shop Target, start time.Time, m
 	}
 	var invalid []string
 	for i, p := range sc.Phases {
-		for _, c := range sc.phaseClasses(p, m, "", orderID) {
+		for _, c := range sc.phaseClasses(p, m, "", fx) {
 			got := out[i].samples[c.Name]
 			want := c.Rate * time.Duration(p.Duration).Seconds()
 			if float64(len(got)) < minAchieved*want {
@@ -374,7 +378,7 @@ func reportProgress(m string, start time.Time, total time.Duration, progress fun
 
 // phaseClasses are the scenario's classes at the phase's rates, with the
 // clients of mode m.
-func (sc Scenario) phaseClasses(p Phase, m mode.Mode, keyPrefix, orderID string) []Class {
+func (sc Scenario) phaseClasses(p Phase, m mode.Mode, keyPrefix string, fx fixtures) []Class {
 	client := sc.ClientFor(m)
 	names := make([]string, 0, len(sc.Classes))
 	for n := range sc.Classes {
@@ -402,14 +406,12 @@ func (sc Scenario) phaseClasses(p Phase, m mode.Mode, keyPrefix, orderID string)
 			BudgetAware: client.BudgetAware}
 		switch n {
 		case "checkout":
-			c.Request = CheckoutRequest(keyPrefix)
+			c.Request = CheckoutRequest(keyPrefix, fx.cat, sc.Checkout)
 		case "browse":
-			c.Request = func(base string, _ uint64) vegeta.Target {
-				return vegeta.Target{Method: http.MethodGet, URL: base + "/api/products"}
-			}
+			c.Request = fx.cat.BrowseRequest
 		case "status":
 			c.Request = func(base string, _ uint64) vegeta.Target {
-				return vegeta.Target{Method: http.MethodGet, URL: base + "/api/orders/" + orderID}
+				return vegeta.Target{Method: http.MethodGet, URL: base + "/api/orders/" + fx.orderID}
 			}
 		case KindExport:
 			c.Request = ExportRequest
@@ -419,23 +421,46 @@ func (sc Scenario) phaseClasses(p Phase, m mode.Mode, keyPrefix, orderID string)
 	return out
 }
 
-// CheckoutRequest builds checkouts of one coffee, the seq-th under the
-// Idempotency-Key keyPrefix-seq.
-func CheckoutRequest(keyPrefix string) func(base string, seq uint64) vegeta.Target {
+// fixtures are what a mode's run reads from the shop before it sends
+// load: the order the status class looks up, and the catalogue.
+type fixtures struct {
+	orderID string
+	cat     Catalogue
+}
+
+// CheckoutRequest builds checkouts of what b picks from cat, the seq-th
+// under the Idempotency-Key keyPrefix-seq.
+func CheckoutRequest(keyPrefix string, cat Catalogue, b Basket) func(base string, seq uint64) vegeta.Target {
 	return func(base string, seq uint64) vegeta.Target {
-		return vegeta.Target{Method: http.MethodPost, URL: base + "/api/checkout", Body: checkoutBody,
+		return vegeta.Target{Method: http.MethodPost, URL: base + "/api/checkout", Body: checkoutJSON(cat.Pick(b, keyPrefix, seq)),
 			Header: http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {keyPrefix + "-" + strconv.FormatUint(seq, 10)}}}
 	}
 }
 
-// ExportRequest is a catalogue export sent as batch traffic, one product
-// a page, so that every product is a call of its own to catalog.
+// checkoutJSON is the body of a checkout of one of each of skus.
+func checkoutJSON(skus []string) []byte {
+	b := []byte(`{"customer":"loadtest","items":[`)
+	for i, sku := range skus {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"sku":`...)
+		b = strconv.AppendQuote(b, sku)
+		b = append(b, `,"qty":1}`...)
+	}
+	return append(b, `],"address":"1 Load Street"}`...)
+}
+
+// ExportRequest is a catalogue export sent as batch traffic, a hundred
+// products a page: an export of the seeded catalogue is six calls to
+// catalog, each a page's work.
 func ExportRequest(base string, _ uint64) vegeta.Target {
-	return vegeta.Target{Method: http.MethodGet, URL: base + "/api/catalog/export?page_size=1",
+	return vegeta.Target{Method: http.MethodGet, URL: base + "/api/catalog/export?page_size=100",
 		Header: http.Header{deadline.HeaderClass: {string(deadline.Batch)}}}
 }
 
-var checkoutBody = []byte(`{"customer":"loadtest","items":[{"sku":"coffee-arabica","qty":1}],"address":"1 Load Street"}`)
+// checkoutBody is the one checkout seedOrder places.
+var checkoutBody = checkoutJSON([]string{"coffee-arabica"})
 
 // seedOrder places one order for the status class to look up.
 func seedOrder(ctx context.Context, base, key string) string {

@@ -68,7 +68,7 @@ func TestEachPhaseCountsItsOwn(t *testing.T) {
 			{Name: "fast", Duration: Duration(time.Second), Rates: map[string]float64{"browse": 40}},
 		},
 	}
-	runs, _, err := runPhases(context.Background(), sc, countingShop{quietShop{srv.URL}, &received}, time.Now(), mode.Naive, "k", "none", DefaultValidity().MinAchieved, nil)
+	runs, _, err := runPhases(context.Background(), sc, countingShop{quietShop{srv.URL}, &received}, time.Now(), mode.Naive, "k", oneProduct, DefaultValidity().MinAchieved, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestAcceptedCheckoutsAreConfirmedThroughTheAPI(t *testing.T) {
 	}))
 	defer srv.Close()
 	got, err := Run(context.Background(), Options{Base: srv.URL, Duration: 400 * time.Millisecond},
-		Class{Name: "checkout", Rate: 10, Deadline: time.Second, Request: CheckoutRequest("k")})
+		Class{Name: "checkout", Rate: 10, Deadline: time.Second, Request: CheckoutRequest("k", oneProduct.cat, Basket{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestAcceptedCheckoutsAreConfirmedThroughTheAPI(t *testing.T) {
 // A mode's results carry the spread of its schedule lag, the figure its
 // validity is judged by.
 func TestModeResultReportsScheduleLag(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv := httptest.NewServer(withListing(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
 	sc := Scenario{
 		Name: "lag", Modes: []mode.Mode{mode.Budgeted}, Deadline: Duration(time.Second),
@@ -179,7 +179,7 @@ func TestModeResultReportsScheduleLag(t *testing.T) {
 // although its check passed; under a rule any lag meets the same run is
 // valid and passes.
 func TestRunIsHeldToItsValidity(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv := httptest.NewServer(withListing(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
 	sc := Scenario{
 		Name: "strict", Modes: []mode.Mode{mode.Budgeted}, Deadline: Duration(time.Second),

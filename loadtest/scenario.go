@@ -42,7 +42,10 @@ type Scenario struct {
 	Clients map[mode.Mode]ClientSpec `yaml:"clients"`
 	// Classes are the traffic: rates per second by class.
 	Classes map[string]ClassSpec `yaml:"classes"`
-	Phases  []Phase              `yaml:"phases"`
+	// Checkout is what the checkouts buy (default: Zipf 1.1 over the
+	// catalogue, one product a checkout).
+	Checkout Basket  `yaml:"checkout"`
+	Phases   []Phase `yaml:"phases"`
 	// Shop sizes the in-process shop a lab starts. Against a running
 	// deployment only its workers apply, through each mode's switch.
 	Shop ShopSpec `yaml:"shop"`
@@ -256,6 +259,7 @@ func (s Scenario) Validate() error {
 	if len(s.Classes) == 0 {
 		errs = append(errs, errors.New("at least one class is required"))
 	}
+	errs = append(errs, s.Checkout.Validate()...)
 	for name, c := range s.Classes {
 		if !knownClasses[name] {
 			errs = append(errs, fmt.Errorf("class %q: want checkout, browse, status or export", name))

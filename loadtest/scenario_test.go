@@ -53,7 +53,7 @@ phases: [{name: calm, duration: 1s}]
 		t.Fatal(err)
 	}
 	p := sc.Phases[0]
-	naive, budgeted := sc.phaseClasses(p, mode.Naive, "k", "none")[0], sc.phaseClasses(p, mode.Budgeted, "k", "none")[0]
+	naive, budgeted := sc.phaseClasses(p, mode.Naive, "k", oneProduct)[0], sc.phaseClasses(p, mode.Budgeted, "k", oneProduct)[0]
 	if naive.Retries != 2 || naive.BudgetAware || budgeted.Retries != 2 || !budgeted.BudgetAware || budgeted.RetryBackoff != 50*time.Millisecond {
 		t.Errorf("naive client %+v, budgeted %+v; want both 2 retries, budgeted's budget-aware", naive, budgeted)
 	}

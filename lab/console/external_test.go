@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/mode"
@@ -23,11 +22,13 @@ import (
 func sendElsewhere(t *testing.T, gatewayURL string, checkouts, browses float64, d time.Duration) <-chan struct{} {
 	t.Helper()
 	done := make(chan struct{})
+	cat, err := loadtest.ReadCatalogue(context.Background(), gatewayURL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	classes := []loadtest.Class{
-		{Name: "checkout", Rate: checkouts, Deadline: time.Second, Request: loadtest.CheckoutRequest("elsewhere-" + t.Name())},
-		{Name: "browse", Rate: browses, Deadline: time.Second, Request: func(base string, _ uint64) vegeta.Target {
-			return vegeta.Target{Method: http.MethodGet, URL: base + "/api/products"}
-		}},
+		{Name: "checkout", Rate: checkouts, Deadline: time.Second, Request: loadtest.CheckoutRequest("elsewhere-"+t.Name(), cat, loadtest.Basket{})},
+		{Name: "browse", Rate: browses, Deadline: time.Second, Request: cat.BrowseRequest},
 	}
 	go func() {
 		defer close(done)

@@ -6,11 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
-
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/mercado-lab/mercado/internal/problem"
 	"github.com/mercado-lab/mercado/loadtest"
@@ -75,6 +72,7 @@ type traffic struct {
 	prefix  string // the Idempotency-Keys' prefix, apart from any other client's
 
 	mu      sync.Mutex
+	cat     loadtest.Catalogue // what checkouts buy and browses page through, once read
 	now     Rates
 	stop    context.CancelFunc  // nil while stopped
 	seconds map[string]bySecond // by class, then by chunk start (Unix ms)
@@ -137,14 +135,14 @@ func (t *traffic) halt() {
 // chain view's). A chunk whose answers are slow runs on beside the next:
 // the schedule does not wait for the shop.
 func (t *traffic) run(ctx context.Context, r Rates) {
-	classes := t.classes(r)
 	tick := time.NewTicker(chunk)
 	defer tick.Stop()
 	for n := 0; ; n++ {
 		began := time.Now().UnixMilli()
 		record := func(s loadtest.Sample) { t.record(began, r.deadlineOf(s.Class), s) }
+		classes := t.classes(r, t.catalogue(ctx), n)
 		go func() {
-			_, _ = loadtest.Run(ctx, loadtest.Options{Base: t.gateway, Duration: chunk, OnSample: record}, t.keyed(classes, n)...)
+			_, _ = loadtest.Run(ctx, loadtest.Options{Base: t.gateway, Duration: chunk, OnSample: record}, classes...)
 		}()
 		if r.Checkout > 0 {
 			go func() { _, _ = t.chain.checkout(ctx, time.Duration(r.DeadlineMS)*time.Millisecond) }()
@@ -157,37 +155,47 @@ func (t *traffic) run(ctx context.Context, r Rates) {
 	}
 }
 
-// classes are loadtest's classes for r: a client that sends each request
-// once.
-func (t *traffic) classes(r Rates) []loadtest.Class {
+// catalogue is the shop's catalogue, read once, by the first chunk that
+// can read it (a fault may keep catalog from listing it for a while).
+func (t *traffic) catalogue(ctx context.Context) loadtest.Catalogue {
+	t.mu.Lock()
+	cat := t.cat
+	t.mu.Unlock()
+	if len(cat.SKUs) > 0 {
+		return cat
+	}
+	ctx, cancel := context.WithTimeout(ctx, chunk)
+	defer cancel()
+	cat, err := loadtest.ReadCatalogue(ctx, t.gateway)
+	if err != nil {
+		return loadtest.Catalogue{}
+	}
+	t.mu.Lock()
+	t.cat = cat
+	t.mu.Unlock()
+	return cat
+}
+
+// classes are loadtest's classes for r in chunk n: a client that sends
+// each request once, and checkouts with Idempotency-Keys of the chunk's
+// own, so that every checkout the console sends is a new one. Until the
+// catalogue is read, a chunk sends its exports alone.
+func (t *traffic) classes(r Rates, cat loadtest.Catalogue, n int) []loadtest.Class {
 	deadline := time.Duration(r.DeadlineMS) * time.Millisecond
 	// The client waits past its deadline, as a traced checkout does, so
 	// that the latency chart shows how late the late answers are.
 	wait := deadline + patience
 	var out []loadtest.Class
-	if r.Checkout > 0 {
-		out = append(out, loadtest.Class{Name: "checkout", Rate: r.Checkout, Deadline: deadline, Patience: wait})
+	shopping := len(cat.SKUs) > 0
+	if r.Checkout > 0 && shopping {
+		out = append(out, loadtest.Class{Name: "checkout", Rate: r.Checkout, Deadline: deadline, Patience: wait,
+			Request: loadtest.CheckoutRequest(fmt.Sprintf("%s-%d", t.prefix, n), cat, loadtest.Basket{})})
 	}
-	if r.Browse > 0 {
-		out = append(out, loadtest.Class{Name: "browse", Rate: r.Browse, Deadline: deadline, Patience: wait,
-			Request: func(base string, _ uint64) vegeta.Target {
-				return vegeta.Target{Method: http.MethodGet, URL: base + "/api/products"}
-			}})
+	if r.Browse > 0 && shopping {
+		out = append(out, loadtest.Class{Name: "browse", Rate: r.Browse, Deadline: deadline, Patience: wait, Request: cat.BrowseRequest})
 	}
 	if r.Export > 0 {
 		out = append(out, loadtest.Class{Name: "export", Rate: r.Export, Deadline: exportDeadline, Request: loadtest.ExportRequest})
-	}
-	return out
-}
-
-// keyed gives chunk n's checkouts Idempotency-Keys of their own: every
-// checkout the console sends is a new one.
-func (t *traffic) keyed(classes []loadtest.Class, n int) []loadtest.Class {
-	out := slices.Clone(classes)
-	for i := range out {
-		if out[i].Name == "checkout" {
-			out[i].Request = loadtest.CheckoutRequest(fmt.Sprintf("%s-%d", t.prefix, n))
-		}
 	}
 	return out
 }

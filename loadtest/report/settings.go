@@ -36,6 +36,9 @@ func settingsOf(s loadtest.RunSettings, modes []loadtest.ModeResult) []setting {
 		}
 		out = append(out, setting{"traffic (open loop)", strings.Join(rates, ", ")})
 	}
+	if s.Checkouts != "" {
+		out = append(out, setting{"checkouts buy", s.Checkouts + " (popularity over the catalogue's products; docs/loadtest.md)"})
+	}
 	if len(modes) > 0 {
 		for _, p := range modes[0].Phases {
 			out = append(out, setting{"phase " + p.Name, phaseText(p)})
