@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/mercado-lab/mercado/internal/admin"
 	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/lab/console"
