@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +35,13 @@ type CapacityConfig struct {
 	DBMaxConns int
 	// P99 is the bound a sustained rate's p99 latency must stay within.
 	P99 time.Duration
+	// IdleTimes, when above 0, replaces P99 with that multiple of the
+	// idle checkout's median (the higher of the modes', at IdleRate,
+	// measured first): a bound relative to what the store itself takes,
+	// where a fixed one would only say how fast the disk is. The median,
+	// not the idle p99: a hundred idle checkouts' p99 is their second
+	// slowest, one stray commit.
+	IdleTimes float64
 	// Step is how long each rate is held.
 	Step time.Duration
 	// Start is the first rate tried. While rates hold it doubles (the
@@ -75,6 +84,8 @@ func (c *CapacityConfig) Settings() []setting.Setting {
 		setting.Int(&c.DBMaxConns, "db-max-conns", serve.DefaultDBMaxConns, setting.Within(1, 1000), "each service's database pool, with --database-url"),
 		setting.Duration(&c.P99, "p99", 25*time.Millisecond, setting.Within(time.Millisecond, 10*time.Second),
 			"the p99 latency a sustained rate must stay within"),
+		setting.Float(&c.IdleTimes, "idle-times", 0, setting.Within(0.0, 100),
+			"instead of --p99, hold p99 within this multiple of the idle checkout's median, measured first (e.g. 8 on PostgreSQL)"),
 		setting.Duration(&c.Step, "step", 5*time.Second, setting.Within(500*time.Millisecond, 5*time.Minute), "how long each rate is held"),
 		setting.Float(&c.Start, "start", 100, setting.Within(1.0, 20_000),
 			"the first rate tried (checkouts/s); it doubles while rates hold, halves while they fail"),
@@ -90,6 +101,9 @@ func (c CapacityConfig) Validate() error {
 	errs := []error{setting.Check(c.Settings()...)}
 	if c.Max < c.Start {
 		errs = append(errs, fmt.Errorf("max: %v is below start (%v)", c.Max, c.Start))
+	}
+	if c.IdleTimes > 0 && c.IdleTimes < 2 {
+		errs = append(errs, fmt.Errorf("idle-times: %v is below 2: no rate's p99 is held within about its idle median", c.IdleTimes))
 	}
 	if c.Deadline < c.P99 || c.Deadline > time.Minute {
 		errs = append(errs, fmt.Errorf("deadline: %v must be at least the p99 bound and at most 1m", c.Deadline))
@@ -137,8 +151,12 @@ type CapacityMode struct {
 
 // CapacityResult is the search in every mode.
 type CapacityResult struct {
-	Store    string         `json:"store"`
-	P99MS    float64        `json:"p99_bound_ms"`
+	Store string  `json:"store"`
+	P99MS float64 `json:"p99_bound_ms"`
+	// IdleP50MS is each mode's idle checkout's median, by mode, when the
+	// bound is a multiple of it (CapacityConfig.IdleTimes).
+	IdleP50MS map[string]float64 `json:"idle_p50_ms,omitempty"`
+	IdleTimes float64            `json:"idle_times,omitempty"`
 	StepS    float64        `json:"step_s"`
 	Modes    []CapacityMode `json:"modes"`
 	Overhead *Overhead      `json:"overhead,omitempty"`
@@ -173,6 +191,13 @@ func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progres
 		if progress != nil {
 			progress(fmt.Sprintf(format, args...))
 		}
+	}
+	if cfg.IdleTimes > 0 {
+		bound, idle, err := idleBound(ctx, cfg, log, say)
+		if err != nil {
+			return CapacityResult{}, err
+		}
+		cfg.P99, res.P99MS, res.IdleP50MS, res.IdleTimes = bound, ms(bound), idle, cfg.IdleTimes
 	}
 	for _, m := range cfg.Modes {
 		cm := CapacityMode{Mode: string(m)}
@@ -233,6 +258,33 @@ func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progres
 	}
 	res.Overhead = &o
 	return res, nil
+}
+
+// IdleRate is the rate an idle checkout is measured at: low enough that
+// no checkout waits for another.
+const IdleRate = 20
+
+// idleBound measures the idle checkout's median in each mode, on a fresh
+// shop, and returns cfg.IdleTimes the highest of them (at most the
+// clients' deadline): one bound for every mode, so that their rates
+// compare.
+func idleBound(ctx context.Context, cfg CapacityConfig, log *slog.Logger, say func(string, ...any)) (time.Duration, map[string]float64, error) {
+	idle := map[string]float64{}
+	var most float64
+	for _, m := range cfg.Modes {
+		st, err := holdRateFresh(ctx, cfg, m, IdleRate, log)
+		if err != nil {
+			return 0, nil, err
+		}
+		if st.Good < st.Sent {
+			return 0, nil, fmt.Errorf("%s: the idle checkouts (%d/s) were not all answered well: %d of %d", m, IdleRate, st.Sent-st.Good, st.Sent)
+		}
+		idle[string(m)], most = st.P50MS, max(most, st.P50MS)
+		say("%-9s %6d/s  p50 %6.1f ms  p99 %7.1f ms  (idle)", m, IdleRate, st.P50MS, st.P99MS)
+	}
+	bound := min(time.Duration(cfg.IdleTimes*most*float64(time.Millisecond)), cfg.Deadline)
+	say("bound: p99 ≤ %.1f ms, %g × the idle median of %.1f ms", ms(bound), cfg.IdleTimes, most)
+	return bound, idle, nil
 }
 
 // minRate is the lowest rate the search goes down to.
@@ -463,7 +515,15 @@ func (r CapacityResult) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteTable writes every step and the verdict.
 func (r CapacityResult) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "Capacity: checkouts through the whole chain, %s store, open loop, p99 ≤ %.0f ms, %.0f s per rate.\n\n", r.Store, r.P99MS, r.StepS)
+	bound := fmt.Sprintf("p99 ≤ %.0f ms", r.P99MS)
+	if r.IdleTimes > 0 {
+		var idle []string
+		for _, m := range slices.Sorted(maps.Keys(r.IdleP50MS)) {
+			idle = append(idle, fmt.Sprintf("%s %.1f ms", m, r.IdleP50MS[m]))
+		}
+		bound = fmt.Sprintf("p99 ≤ %.1f ms (%g × the idle checkout's median: %s)", r.P99MS, r.IdleTimes, strings.Join(idle, ", "))
+	}
+	fmt.Fprintf(w, "Capacity: checkouts through the whole chain, %s store, open loop, %s, %.0f s per rate.\n\n", r.Store, bound, r.StepS)
 	fmt.Fprintf(w, "%-9s %8s %8s %9s %9s %10s  %s\n", "mode", "rate/s", "good", "p50 ms", "p99 ms", "lag p99", "verdict")
 	for _, m := range r.Modes {
 		for _, s := range m.Steps {

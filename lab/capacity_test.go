@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -54,6 +55,35 @@ func TestCapacitySearch(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestCapacityBoundRelativeToTheIdleCheckout: with IdleTimes the bound is
+// that multiple of the higher idle median of the modes, measured first
+// and stated in the table.
+func TestCapacityBoundRelativeToTheIdleCheckout(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultCapacity()
+	cfg.Start, cfg.Max, cfg.Step, cfg.Refine, cfg.IdleTimes = 10, 20, 500*time.Millisecond, 0, 50
+	var lines []string
+	res, err := Capacity(context.Background(), cfg, slog.New(slog.DiscardHandler), func(l string) { lines = append(lines, l) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	naive, budgeted := res.IdleP50MS["naive"], res.IdleP50MS["budgeted"]
+	if naive <= 0 || budgeted <= 0 || res.IdleTimes != 50 {
+		t.Fatalf("idle medians %v, times %v; want both modes' measured", res.IdleP50MS, res.IdleTimes)
+	}
+	if want := min(50*max(naive, budgeted), 1000); math.Abs(res.P99MS-want) > 0.01 {
+		t.Errorf("bound %.2f ms, want 50 × the higher idle median = %.2f ms", res.P99MS, want)
+	}
+	if !strings.Contains(lines[0], "(idle)") || !strings.Contains(lines[2], "bound: p99 ≤") {
+		t.Errorf("progress lines %q, want the idle measurements and the bound first", lines[:3])
+	}
+	var b strings.Builder
+	res.WriteTable(&b)
+	if !strings.Contains(b.String(), "50 × the idle checkout's median: budgeted") {
+		t.Errorf("table does not state the relative bound:\n%s", b.String())
 	}
 }
 
@@ -193,14 +223,17 @@ func TestSearchRateEdges(t *testing.T) {
 
 func TestCapacityConfigValidate(t *testing.T) {
 	for name, change := range map[string]func(*CapacityConfig){
-		"no modes":         func(c *CapacityConfig) { c.Modes = nil },
-		"unknown mode":     func(c *CapacityConfig) { c.Modes = []mode.Mode{"turbo"} },
-		"tiny p99":         func(c *CapacityConfig) { c.P99 = time.Microsecond },
-		"short step":       func(c *CapacityConfig) { c.Step = time.Millisecond },
-		"max below start":  func(c *CapacityConfig) { c.Max = c.Start - 1 },
-		"too many refines": func(c *CapacityConfig) { c.Refine = 11 },
-		"no database pool": func(c *CapacityConfig) { c.DBMaxConns = 0 },
-		"deadline < p99":   func(c *CapacityConfig) { c.Deadline = c.P99 / 2 },
+		"no modes":            func(c *CapacityConfig) { c.Modes = nil },
+		"unknown mode":        func(c *CapacityConfig) { c.Modes = []mode.Mode{"turbo"} },
+		"tiny p99":            func(c *CapacityConfig) { c.P99 = time.Microsecond },
+		"short step":          func(c *CapacityConfig) { c.Step = time.Millisecond },
+		"max below start":     func(c *CapacityConfig) { c.Max = c.Start - 1 },
+		"too many refines":    func(c *CapacityConfig) { c.Refine = 11 },
+		"no database pool":    func(c *CapacityConfig) { c.DBMaxConns = 0 },
+		"deadline < p99":      func(c *CapacityConfig) { c.Deadline = c.P99 / 2 },
+		"idle-times below 2":  func(c *CapacityConfig) { c.IdleTimes = 1.5 },
+		"idle-times over 100": func(c *CapacityConfig) { c.IdleTimes = 101 },
+		"unknown popularity":  func(c *CapacityConfig) { c.Basket.Popularity = "hot" },
 	} {
 		c := DefaultCapacity()
 		change(&c)
