@@ -208,7 +208,7 @@ func IsolationApart(ctx context.Context, cfg IsolationConfig, log *slog.Logger, 
 		return IsolationResult{}, err
 	}
 	sc.Modes = []mode.Mode{mode.Naive, mode.Budgeted}
-	run, err := ScenarioApart(ctx, sc, log, progress, gen)
+	run, err := ScenarioApart(ctx, sc, log, ScenarioRun{Progress: progress, Generator: gen})
 	if err != nil {
 		return IsolationResult{}, err
 	}

@@ -21,7 +21,21 @@ import (
 // nobody waits for) cannot count against the next. The load generator
 // runs in this process too; ScenarioApart runs it in another.
 func Scenario(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, progress func(string, time.Duration, time.Duration)) (loadtest.Results, error) {
-	return ScenarioApart(ctx, sc, log, progress, nil)
+	return ScenarioApart(ctx, sc, log, ScenarioRun{Progress: progress})
+}
+
+// ScenarioRun is how a scenario lab runs, beside the scenario itself.
+type ScenarioRun struct {
+	// Progress is told each mode's progress (nil: nobody).
+	Progress func(mode string, done, total time.Duration)
+	// Generator sends each mode's load (nil: this process).
+	Generator Generator
+	// DatabaseURL keeps the shop's state in PostgreSQL (empty: in
+	// memory), DBMaxConns connections a service. Every mode's shop uses
+	// the same database: migrated and seeded where a product is missing
+	// by the first, as by any shop.
+	DatabaseURL string
+	DBMaxConns  int
 }
 
 // Generator runs one mode of a scenario against a running shop and
@@ -42,14 +56,13 @@ type Target struct {
 	PID int `json:"pid"`
 }
 
-// ScenarioApart is Scenario with each mode's load sent by gen (nil: in
-// this process).
-func ScenarioApart(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, progress func(string, time.Duration, time.Duration), gen Generator) (loadtest.Results, error) {
+// ScenarioApart is Scenario run as run says.
+func ScenarioApart(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, run ScenarioRun) (loadtest.Results, error) {
 	var all loadtest.Results
 	for _, m := range sc.Modes {
 		one := sc
 		one.Modes = []mode.Mode{m}
-		res, err := scenarioOnce(ctx, one, log, progress, gen)
+		res, err := scenarioOnce(ctx, one, log, run)
 		if err != nil {
 			return loadtest.Results{}, err
 		}
@@ -64,9 +77,12 @@ func ScenarioApart(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, 
 	return all, nil
 }
 
-func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, progress func(string, time.Duration, time.Duration), gen Generator) (loadtest.Results, error) {
+func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, run ScenarioRun) (loadtest.Results, error) {
 	cfg := shop.EphemeralConfig()
 	cfg.Shared.DrainTimeout = 200 * time.Millisecond
+	if run.DatabaseURL != "" {
+		cfg.Shared.DatabaseURL, cfg.Shared.DBMaxConns = run.DatabaseURL, run.DBMaxConns
+	}
 	if err := applyShopSpec(sc.Shop, &cfg); err != nil {
 		return loadtest.Results{}, err
 	}
@@ -78,10 +94,10 @@ func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, p
 		return loadtest.Results{}, err
 	}
 	defer s.Stop()
-	if gen != nil {
-		return gen(ctx, sc, target(s))
+	if run.Generator != nil {
+		return run.Generator(ctx, sc, target(s))
 	}
-	return loadtest.RunScenario(ctx, sc, drive(s), loadtest.RunOptions{Progress: progress, CPU: processCPU})
+	return loadtest.RunScenario(ctx, sc, drive(s), loadtest.RunOptions{Progress: run.Progress, CPU: processCPU})
 }
 
 // applyShopSpec sizes the in-process shop as the scenario asks; what it

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/lab"
 	"github.com/mercado-lab/mercado/lab/driver"
 	"github.com/mercado-lab/mercado/loadtest"
@@ -33,16 +34,22 @@ func scenarioLab(ctx context.Context, name string, args []string, getenv func(st
 	fs.SetOutput(stderr)
 	fs.Usage = func() { printOneLab(stderr, name); fs.PrintDefaults() }
 	o := scenarioFlags(fs)
+	var store storeFlags
+	store.bind(fs)
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err
+	}
+	if err := store.check(); err != nil {
+		return usageError{fmt.Errorf("lab %s: %w", name, err)}
 	}
 	sc, err := o.load(name)
 	if err != nil {
 		return usageError{fmt.Errorf("lab: %w", err)}
 	}
-	fmt.Fprintf(stderr, "scenario %s: %s per mode, modes %v\n", sc.Name, sc.Length(), sc.Modes)
+	fmt.Fprintf(stderr, "scenario %s: %s per mode, modes %v, %s\n", sc.Name, sc.Length(), sc.Modes, store)
 	bar := newProgress(stderr)
-	res, err := lab.ScenarioApart(ctx, sc, slog.New(slog.DiscardHandler), bar.update, generatorApart(stderr, bar.update, validity))
+	res, err := lab.ScenarioApart(ctx, sc, slog.New(slog.DiscardHandler), lab.ScenarioRun{Progress: bar.update,
+		Generator: generatorApart(stderr, bar.update, validity), DatabaseURL: store.url, DBMaxConns: store.conns})
 	bar.finish()
 	if err != nil {
 		return fmt.Errorf("lab %s: %w", name, err)
@@ -102,6 +109,38 @@ func runLoad(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	return scenarioVerdict("load "+sc.Name, res)
+}
+
+// storeFlags choose where a scenario lab's shop keeps its state.
+type storeFlags struct {
+	url   string
+	conns int
+}
+
+func (f *storeFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.url, "database-url", "", "keep the shop's state in this PostgreSQL database (default: in memory); every mode's shop uses it")
+	fs.IntVar(&f.conns, "db-max-conns", serve.DefaultDBMaxConns, "each service's database pool, with --database-url")
+}
+
+func (f storeFlags) check() error {
+	if f.conns < 1 || f.conns > 1000 {
+		return fmt.Errorf("db-max-conns: %d is outside 1 to 1000", f.conns)
+	}
+	if f.url == "" {
+		return nil
+	}
+	if err := serve.CheckDatabaseURL(f.url); err != nil {
+		return fmt.Errorf("database-url: %w", err)
+	}
+	return nil
+}
+
+// String is the store in words, its password left out.
+func (f storeFlags) String() string {
+	if f.url == "" {
+		return "memory store"
+	}
+	return "PostgreSQL " + redactURL(f.url)
 }
 
 // scenarioOptions are the flags every scenario run shares.

@@ -184,13 +184,15 @@ func (s *Shared) settings() []setting.Setting {
 		setting.String(&s.AdminToken, "admin-token", "", "bearer token required for admin changes (reads stay open)", nil),
 		setting.String(&s.DatabaseURL, "database-url", "",
 			"PostgreSQL URL for the service's state, e.g. postgres://mercado:mercado@127.0.0.1:5432/mercado?sslmode=disable (empty: in memory)",
-			checkDatabaseURL),
+			CheckDatabaseURL),
 		setting.Int(&s.DBMaxConns, "db-max-conns", DefaultDBMaxConns, setting.Within(1, 1000), "most database connections the service holds"),
 		setting.Duration(&s.DrainTimeout, "drain-timeout", DefaultDrainTimeout, setting.Above(0, time.Hour), "how long shutdown waits for work in flight"),
 	)...)
 }
 
-func checkDatabaseURL(url string) error {
+// CheckDatabaseURL refuses a database URL pgx cannot parse; empty is in
+// memory.
+func CheckDatabaseURL(url string) error {
 	if url == "" {
 		return nil
 	}
