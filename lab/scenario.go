@@ -31,9 +31,9 @@ type ScenarioRun struct {
 	// Generator sends each mode's load (nil: this process).
 	Generator Generator
 	// DatabaseURL keeps the shop's state in PostgreSQL (empty: in
-	// memory), DBMaxConns connections a service. Every mode's shop uses
-	// the same database: migrated and seeded where a product is missing
-	// by the first, as by any shop.
+	// memory), DBMaxConns connections a service: each mode's shop in a
+	// database of its own, created on that server for the run and dropped
+	// after (modeDatabase).
 	DatabaseURL string
 	DBMaxConns  int
 }
@@ -81,7 +81,12 @@ func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, r
 	cfg := shop.EphemeralConfig()
 	cfg.Shared.DrainTimeout = 200 * time.Millisecond
 	if run.DatabaseURL != "" {
-		cfg.Shared.DatabaseURL, cfg.Shared.DBMaxConns = run.DatabaseURL, run.DBMaxConns
+		u, drop, err := modeDatabase(ctx, run.DatabaseURL, sc.Modes[0])
+		if err != nil {
+			return loadtest.Results{}, err
+		}
+		defer drop()
+		cfg.Shared.DatabaseURL, cfg.Shared.DBMaxConns = u, run.DBMaxConns
 	}
 	if err := applyShopSpec(sc.Shop, &cfg); err != nil {
 		return loadtest.Results{}, err

@@ -118,7 +118,7 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&f.url, "database-url", "", "keep the shop's state in this PostgreSQL database (default: in memory); every mode's shop uses it")
+	fs.StringVar(&f.url, "database-url", "", "keep the shop's state on this PostgreSQL server (default: in memory): each mode's shop in a database of its own, created and dropped by the lab")
 	fs.IntVar(&f.conns, "db-max-conns", serve.DefaultDBMaxConns, "each service's database pool, with --database-url")
 }
 
@@ -140,7 +140,7 @@ func (f storeFlags) String() string {
 	if f.url == "" {
 		return "memory store"
 	}
-	return "PostgreSQL " + redactURL(f.url)
+	return "PostgreSQL at " + redactURL(f.url) + ", a database of its own for each mode"
 }
 
 // scenarioOptions are the flags every scenario run shares.

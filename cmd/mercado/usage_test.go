@@ -153,8 +153,8 @@ func TestHelpListsEveryLabAndItsOwnFlags(t *testing.T) {
 	}{
 		{"capstone", []string{"-report", "-quick", "3  a check failed"}, []string{"-out"}},
 		{"lesson7", []string{"-out", "-deadline", "4  a run was INVALID"}, []string{"-quick", "-report"}},
-		{"capacity", []string{"-database-url"}, []string{"-out", "Exit status"}},
-		{"drift", []string{"-quick", "-out", "The drift scenario:"}, []string{"-report", "-deadline"}},
+		{"capacity", []string{"-database-url", "-idle-times", "-popularity"}, []string{"-out", "Exit status"}},
+		{"drift", []string{"-quick", "-out", "The drift scenario:", "-database-url", "-db-max-conns"}, []string{"-report", "-deadline"}},
 	} {
 		got := help("lab", tc.lab, "--help")
 		flags := got[strings.Index(got, "Flags:"):]
