@@ -157,9 +157,9 @@ type CapacityResult struct {
 	// bound is a multiple of it (CapacityConfig.IdleTimes).
 	IdleP50MS map[string]float64 `json:"idle_p50_ms,omitempty"`
 	IdleTimes float64            `json:"idle_times,omitempty"`
-	StepS    float64        `json:"step_s"`
-	Modes    []CapacityMode `json:"modes"`
-	Overhead *Overhead      `json:"overhead,omitempty"`
+	StepS     float64            `json:"step_s"`
+	Modes     []CapacityMode     `json:"modes"`
+	Overhead  *Overhead          `json:"overhead,omitempty"`
 }
 
 // Overhead is what the budgeted mode costs against the naive one when
