@@ -29,13 +29,19 @@ import (
 // backoff, for as long as the request's budget lasts: a batch job waits
 // for the capacity shoppers leave it, instead of failing.
 
-// Export paging: the page size a client may ask for, and the backoff after
-// a refused page, from exportBackoffMin doubling to exportBackoffMax (full
-// jitter, so exports refused together do not come back together).
+// Paging, as catalog pages: the page size a client may ask for, and the
+// size a client that asks for none gets.
 const (
-	exportMaxPageSize = 100
-	exportBackoffMin  = 50 * time.Millisecond
-	exportBackoffMax  = time.Second
+	maxPageSize     = 100
+	defaultPageSize = 50
+)
+
+// The backoff after a refused export page, from exportBackoffMin doubling
+// to exportBackoffMax (full jitter, so exports refused together do not
+// come back together).
+const (
+	exportBackoffMin = 50 * time.Millisecond
+	exportBackoffMax = time.Second
 )
 
 // Export is the answer to GET /api/catalog/export.
@@ -129,11 +135,11 @@ func pageQuery(r *http.Request, takesToken bool) (size int, token string, err er
 			return 0, "", fmt.Errorf("%s is given %d times; give it once", k, len(q[k]))
 		}
 	}
-	size = 50
+	size = defaultPageSize
 	if v := q.Get("page_size"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > exportMaxPageSize {
-			return 0, "", fmt.Errorf("page_size must be one whole number from 1 to %d, got %q", exportMaxPageSize, truncate(v, 32))
+		if err != nil || n < 1 || n > maxPageSize {
+			return 0, "", fmt.Errorf("page_size must be one whole number from 1 to %d, got %q", maxPageSize, truncate(v, 32))
 		}
 		size = n
 	}
