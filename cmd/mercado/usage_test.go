@@ -13,7 +13,7 @@ import (
 // line that names the flag (or the method) at fault and what it wants,
 // with exit status 2; the usage is not dumped after it.
 func TestBadUsageIsOneLine(t *testing.T) {
-	const catalogMethods = "(want ListProducts, GetProduct, ReserveStock, ReleaseStock, ExportCatalog or *)"
+	const catalogMethods = "(want ListProducts, GetProduct, ReserveStock, ReleaseStock, ExportCatalog, Commit or *)"
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -280,12 +280,17 @@ func (in *Injector) Replace(s Set) {
 	in.mu.Unlock()
 }
 
-// Spec returns the spec in force for method.
+// Spec returns the spec in force for method: its own, else the
+// AllMethods spec, unless the method takes only its own (the catalog's
+// Commit).
 func (in *Injector) Spec(method string) Spec {
 	in.mu.RLock()
 	defer in.mu.RUnlock()
 	if s, ok := in.set[method]; ok {
 		return s
+	}
+	if namedOnly(method) {
+		return Spec{}
 	}
 	return in.set[AllMethods]
 }

@@ -60,6 +60,11 @@ const (
 	CatalogGetProduct   = "GetProduct"
 	CatalogReserveStock = "ReserveStock"
 	CatalogReleaseStock = "ReleaseStock"
+	// CatalogCommit is the store's commit of a reservation, made while the
+	// reservation holds its products' locks: a slow disk under the
+	// database makes it long, and every other checkout of those products
+	// waits for it (the flash sale).
+	CatalogCommit = "Commit"
 	// CatalogExportCatalog is the work of one page of a catalogue export.
 	CatalogExportCatalog = "ExportCatalog"
 
