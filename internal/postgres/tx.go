@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
@@ -22,14 +23,16 @@ import (
 // locks — about when the client does, even if pgx's cancel request is
 // lost; pgx's cancellation still ends the whole transaction at the
 // deadline itself. A ctx already past its deadline does not start one.
-func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) (err error) {
+//
+// db is a pool, or one connection a caller acquired from it itself.
+func InTx(ctx context.Context, db Beginner, fn func(pgx.Tx) error) (err error) {
 	var timeout time.Duration
 	if d, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(d); timeout <= 0 {
 			return apperr.Wrap(apperr.Timeout, context.DeadlineExceeded, "starting a transaction")
 		}
 	}
-	tx, err := pool.Begin(ctx)
+	tx, err := db.Begin(ctx)
 	if err != nil {
 		return Error(err, "starting a transaction")
 	}
@@ -55,6 +58,23 @@ func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) (err e
 		return Error(err, "committing")
 	}
 	return nil
+}
+
+// Beginner begins transactions: a *pgxpool.Pool or a *pgxpool.Conn.
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+var (
+	_ Beginner = (*pgxpool.Pool)(nil)
+	_ Beginner = (*pgxpool.Conn)(nil)
+)
+
+// LockNotAvailable reports whether err says a statement gave up waiting
+// for a lock (lock_timeout).
+func LockNotAvailable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }
 
 // NoRows reports whether err says a query found no row.

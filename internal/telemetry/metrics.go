@@ -138,7 +138,7 @@ func (m *Metrics) instruments() error {
 		h, err := m.meter.Float64Histogram(name,
 			metric.WithDescription(help),
 			metric.WithUnit("s"),
-			metric.WithExplicitBucketBoundaries(secondsBuckets...))
+			metric.WithExplicitBucketBoundaries(SecondsBuckets...))
 		errs = append(errs, err)
 		return h
 	}

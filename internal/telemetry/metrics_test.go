@@ -140,11 +140,11 @@ func TestHistogramBuckets(t *testing.T) {
 	for _, b := range h.GetBucket() {
 		bounds = append(bounds, b.GetUpperBound())
 	}
-	wantBounds := append(slices.Clone(secondsBuckets), math.Inf(1))
+	wantBounds := append(slices.Clone(SecondsBuckets), math.Inf(1))
 	if !slices.Equal(bounds, wantBounds) {
 		t.Errorf("bucket bounds = %v; want %v", bounds, wantBounds)
 	}
-	if first, last := secondsBuckets[0], secondsBuckets[len(secondsBuckets)-1]; first != 0.001 || last != 30 {
+	if first, last := SecondsBuckets[0], SecondsBuckets[len(SecondsBuckets)-1]; first != 0.001 || last != 30 {
 		t.Errorf("buckets span %v..%v s; want 0.001..30", first, last)
 	}
 	for _, b := range h.GetBucket() {

@@ -31,6 +31,12 @@ const (
 	NameAuditEvents     = "mercado_audit_events_total"
 	NameAuditRetries    = "mercado_audit_retries_total"
 	NameAuditQueueDepth = "mercado_audit_queue_depth"
+	// The catalog's wait for its products' locks (services/catalog): from
+	// asking the store to reserve to holding the locks (outcome locked), or
+	// to giving up for want of time (gave_up). On PostgreSQL it includes
+	// the wait for a connection and the reservation's first statements, a
+	// millisecond or two when nothing queues.
+	NameStockLockWait = "mercado_stock_lock_wait_seconds"
 )
 
 // Reasons a call or request was not served, the values of the reason label
@@ -77,10 +83,10 @@ const (
 // classes.
 var classes = []string{"interactive", "background", "batch"}
 
-// secondsBuckets span 1 ms to 30 s. Between 0.1 and 1.2 s they sit on the
+// SecondsBuckets span 1 ms to 30 s. Between 0.1 and 1.2 s they sit on the
 // lesson's numbers (floor 100 ms; caps 300 and 800 ms; budget 1200 ms), so
 // "how many hops ended at the cap" is a bucket boundary, not a guess.
-var secondsBuckets = []float64{
+var SecondsBuckets = []float64{
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 	0.1, 0.2, 0.3, 0.5, 0.8, 1.2,
 	2.5, 5, 10, 30,

@@ -2,10 +2,17 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/internal/sim"
+	"github.com/mercado-lab/mercado/internal/telemetry"
 )
 
 // Product is something the shop sells.
@@ -63,23 +70,40 @@ type Store interface {
 	// after ("" for the first).
 	List(ctx context.Context, after string, limit int) ([]Product, error)
 	Get(ctx context.Context, sku string) (Product, error)
-	Reserve(ctx context.Context, orderID string, lines []Line) (Reservation, error)
+	// Reserve takes the stock of lines for the order, holding each
+	// product's lock from taking its stock to the commit, so reservations
+	// of one product wait for each other, in line. It calls locked (when
+	// not nil) once it holds the locks, before it commits; an error from
+	// locked leaves nothing reserved. A reservation the order had already
+	// is returned without calling it.
+	Reserve(ctx context.Context, orderID string, lines []Line, locked func(context.Context) error) (Reservation, error)
 	Release(ctx context.Context, reservationID string) error
 }
 
 // Service is the catalog's use cases. Each one does its simulated work
 // (through its sim.Simulator) before touching the store.
 type Service struct {
-	store Store
-	work  sim.Simulator
+	store    Store
+	work     sim.Simulator
+	lockWait metric.Float64Histogram
 }
 
-// NewService returns a Service over store, with work simulating its own.
-func NewService(store Store, work sim.Simulator) (*Service, error) {
+// NewService returns a Service over store, with work simulating its own,
+// recording its lock waits with meter (none when nil).
+func NewService(store Store, work sim.Simulator, meter metric.Meter) (*Service, error) {
 	if store == nil || work == nil {
 		return nil, fmt.Errorf("catalog: store and work are required")
 	}
-	return &Service{store: store, work: work}, nil
+	if meter == nil {
+		meter = noop.NewMeterProvider().Meter("")
+	}
+	lockWait, err := meter.Float64Histogram(telemetry.NameStockLockWait, metric.WithUnit("s"),
+		metric.WithDescription("A reservation's wait for its products' locks, by outcome (locked, gave_up)."),
+		metric.WithExplicitBucketBoundaries(telemetry.SecondsBuckets...))
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	return &Service{store: store, work: work, lockWait: lockWait}, nil
 }
 
 // ListProducts returns the page of the catalogue that a shopper browses:
@@ -109,8 +133,27 @@ func (s *Service) ReserveStock(ctx context.Context, orderID string, lines []Line
 	if err := s.work.Work(ctx, sim.CatalogReserveStock); err != nil {
 		return Reservation{}, err
 	}
-	return s.store.Reserve(ctx, orderID, lines)
+	asked, held := time.Now(), false
+	r, err := s.store.Reserve(ctx, orderID, lines, func(ctx context.Context) error {
+		held = true
+		s.lockWait.Record(ctx, time.Since(asked).Seconds(), lockedOutcome)
+		// The wait counted against the budget: where the mode honours
+		// cancellation, a reservation whose time ran out in line gives the
+		// locks to the next one at once instead of committing for nobody.
+		return s.work.Work(ctx, sim.CatalogCommit)
+	})
+	if !held && err != nil && (errors.Is(err, errGaveUp) || ctx.Err() != nil) {
+		s.lockWait.Record(ctx, time.Since(asked).Seconds(), gaveUpOutcome)
+	}
+	return r, err
 }
+
+// The outcomes of a lock wait, as telemetry.NameStockLockWait's outcome
+// label says them.
+var (
+	lockedOutcome = metric.WithAttributes(attribute.String("outcome", "locked"))
+	gaveUpOutcome = metric.WithAttributes(attribute.String("outcome", "gave_up"))
+)
 
 // ReleaseStock gives a reservation's stock back.
 func (s *Service) ReleaseStock(ctx context.Context, reservationID string) error {

@@ -3,7 +3,10 @@ package catalog_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -34,9 +37,9 @@ func (s *countingStore) Get(ctx context.Context, sku string) (catalog.Product, e
 	return s.Store.Get(ctx, sku)
 }
 
-func (s *countingStore) Reserve(ctx context.Context, orderID string, lines []catalog.Line) (catalog.Reservation, error) {
+func (s *countingStore) Reserve(ctx context.Context, orderID string, lines []catalog.Line, locked func(context.Context) error) (catalog.Reservation, error) {
 	s.calls++
-	return s.Store.Reserve(ctx, orderID, lines)
+	return s.Store.Reserve(ctx, orderID, lines, locked)
 }
 
 func (s *countingStore) Release(ctx context.Context, id string) error {
@@ -50,7 +53,7 @@ func live(m mode.Mode) *mode.Live {
 
 func newService(t *testing.T, store catalog.Store, set faults.Set, m mode.Mode) *catalog.Service {
 	t.Helper()
-	svc, err := catalog.NewService(store, faults.NewInjector(set, live(m)))
+	svc, err := catalog.NewService(store, faults.NewInjector(set, live(m)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +72,7 @@ func TestNewServiceRequiresDependencies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if svc, err := catalog.NewService(tt.store, tt.work); err == nil {
+			if svc, err := catalog.NewService(tt.store, tt.work, nil); err == nil {
 				t.Errorf("NewService = %v, want an error", svc)
 			}
 		})
@@ -253,5 +256,46 @@ func TestExportPage(t *testing.T) {
 		if _, _, err := svc.ExportPage(ctx, bad.size, bad.after); codeOf(err) != apperr.Invalid {
 			t.Errorf("ExportPage(%d, %d-byte token) error = %v, want Invalid", bad.size, len(bad.after), err)
 		}
+	}
+}
+
+// The Commit fault is made while a reservation holds its products' locks:
+// reservations of one product finish one commit apart, of different
+// products together. A spec for every method ("*") does not reach it.
+func TestCommitHoldsTheProductsLocks(t *testing.T) {
+	const commit = 20 * time.Millisecond
+	tests := []struct {
+		name string
+		set  faults.Set
+		skus []string
+		want []time.Duration // when each reservation ends, in order
+	}{
+		{"one product", faults.Set{"Commit": {Latency: commit}}, []string{"tea", "tea", "tea"}, []time.Duration{commit, 2 * commit, 3 * commit}},
+		{"different products", faults.Set{"Commit": {Latency: commit}}, []string{"tea", "paper"}, []time.Duration{commit, commit}},
+		{"every method but the commit", faults.Set{"*": {Latency: commit}}, []string{"tea", "tea"}, []time.Duration{commit, commit}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				svc := newService(t, catalog.NewMemStore(products()), tt.set, mode.Budgeted)
+				start := time.Now()
+				ended := make([]time.Duration, len(tt.skus))
+				var wg sync.WaitGroup
+				for i, sku := range tt.skus {
+					wg.Go(func() {
+						if _, err := svc.ReserveStock(t.Context(), fmt.Sprintf("o%d", i), []catalog.Line{{SKU: sku, Qty: 1}}); err != nil {
+							t.Errorf("ReserveStock(%s): %v", sku, err)
+						}
+						ended[i] = time.Since(start)
+					})
+					synctest.Wait() // each in line before the next asks
+				}
+				wg.Wait()
+				slices.Sort(ended)
+				if !slices.Equal(ended, tt.want) {
+					t.Errorf("reservations ended at %v, want %v", ended, tt.want)
+				}
+			})
+		})
 	}
 }

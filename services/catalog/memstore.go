@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 )
@@ -47,7 +49,16 @@ func Seed() []Product {
 }
 
 // MemStore is the in-memory Store of the embedded default.
+//
+// Like a database's row locks, each product has a lock of its own that a
+// reservation holds from the moment it takes the product's stock to its
+// commit: reservations of different products never wait for each other,
+// reservations of one product wait in line, and the wait ends early only
+// when the request's context does (mu, which guards the maps, is held for
+// no more than a map's update).
 type MemStore struct {
+	locks map[string]chan struct{} // a product's lock: a slot, by SKU; fixed at NewMemStore
+
 	mu           sync.Mutex
 	products     map[string]Product
 	skus         []string // every product's, sorted: the listing's order
@@ -61,10 +72,11 @@ var _ Store = (*MemStore)(nil)
 
 // NewMemStore returns a store holding products.
 func NewMemStore(products []Product) *MemStore {
-	s := &MemStore{products: map[string]Product{}, reservations: map[string]Reservation{},
-		byOrder: map[string]string{}, released: map[string]bool{}}
+	s := &MemStore{locks: map[string]chan struct{}{}, products: map[string]Product{},
+		reservations: map[string]Reservation{}, byOrder: map[string]string{}, released: map[string]bool{}}
 	for _, p := range products {
 		s.products[p.SKU] = p
+		s.locks[p.SKU] = make(chan struct{}, 1)
 	}
 	s.skus = slices.Sorted(maps.Keys(s.products))
 	return s
@@ -97,23 +109,99 @@ func (s *MemStore) Get(ctx context.Context, sku string) (Product, error) {
 	return p, nil
 }
 
-// Reserve implements Store.
-func (s *MemStore) Reserve(ctx context.Context, orderID string, lines []Line) (Reservation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if id, ok := s.byOrder[orderID]; ok {
-		return s.reservations[id], nil // one reservation per order: a retry gets it back
-	}
+// Reserve implements Store: it takes the lines' products' locks in SKU
+// order (so two reservations never wait for each other crosswise), checks
+// the stock, calls locked, and only then takes the stock and records the
+// reservation, as a commit would. Under the products' locks their stock
+// can only grow (a release) between the check and the commit.
+func (s *MemStore) Reserve(ctx context.Context, orderID string, lines []Line, locked func(context.Context) error) (Reservation, error) {
 	want := map[string]int64{}
 	for _, l := range lines {
-		p, ok := s.products[l.SKU]
-		if !ok {
+		if _, ok := s.locks[l.SKU]; !ok {
 			return Reservation{}, apperr.New(apperr.NotFound, "unknown sku %q", l.SKU)
 		}
 		want[l.SKU] += l.Qty
-		if want[l.SKU] > p.Stock {
-			return Reservation{}, apperr.New(apperr.Conflict, "out of stock: %q has %d left", l.SKU, p.Stock)
+	}
+	if r, ok, err := s.check(orderID, lines, want); ok || err != nil {
+		return r, err // one reservation per order: a retry gets it back
+	}
+	unlock, err := s.lock(ctx, slices.Sorted(maps.Keys(want)))
+	if err != nil {
+		return Reservation{}, err
+	}
+	defer unlock()
+	if r, ok, err := s.check(orderID, lines, want); ok || err != nil {
+		return r, err
+	}
+	if locked != nil {
+		if err := locked(ctx); err != nil {
+			return Reservation{}, err
 		}
+	}
+	return s.commit(orderID, lines), nil
+}
+
+// check returns the order's reservation and true if it has one, else an
+// error if the stock cannot meet every line.
+func (s *MemStore) check(orderID string, lines []Line, want map[string]int64) (Reservation, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id, ok := s.byOrder[orderID]; ok {
+		return s.reservations[id], true, nil
+	}
+	for _, l := range lines {
+		if p := s.products[l.SKU]; want[l.SKU] > p.Stock {
+			return Reservation{}, false, apperr.New(apperr.Conflict, "out of stock: %q has %d left", l.SKU, p.Stock)
+		}
+	}
+	return Reservation{}, false, nil
+}
+
+// lock takes the locks of skus, in their order, waiting in line for them
+// as long as linePatience allows and ctx lasts; unlock lets them go.
+func (s *MemStore) lock(ctx context.Context, skus []string) (unlock func(), err error) {
+	held := make([]chan struct{}, 0, len(skus))
+	unlock = func() {
+		for _, l := range held {
+			<-l
+		}
+	}
+	var patience <-chan time.Time
+	wait, bounded := linePatience(ctx)
+	if bounded {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		patience = t.C
+	}
+	for _, sku := range skus {
+		l := s.locks[sku]
+		select {
+		case l <- struct{}{}: // free: taken without waiting, whatever ctx says
+			held = append(held, l)
+			continue
+		default:
+		}
+		select {
+		case l <- struct{}{}:
+			held = append(held, l)
+		case <-patience:
+			unlock()
+			return nil, errInDemand(strconv.Quote(sku), wait)
+		case <-ctx.Done():
+			unlock()
+			return nil, fmt.Errorf("waiting for the lock of %q: %w", sku, context.Cause(ctx))
+		}
+	}
+	return unlock, nil
+}
+
+// commit takes the stock of every line and records the reservation; the
+// order's reservation, if another Reserve of it committed first.
+func (s *MemStore) commit(orderID string, lines []Line) Reservation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id, ok := s.byOrder[orderID]; ok {
+		return s.reservations[id]
 	}
 	s.nextID++
 	r := Reservation{ID: fmt.Sprintf("res-%d", s.nextID), OrderID: orderID}
@@ -126,7 +214,7 @@ func (s *MemStore) Reserve(ctx context.Context, orderID string, lines []Line) (R
 	}
 	s.reservations[r.ID] = r
 	s.byOrder[orderID] = r.ID
-	return r, nil
+	return r
 }
 
 // Release implements Store.

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -90,30 +92,78 @@ func (s *PGStore) Get(ctx context.Context, sku string) (Product, error) {
 	return p, nil
 }
 
-// Reserve implements Store, in one transaction: all or nothing.
-func (s *PGStore) Reserve(ctx context.Context, orderID string, lines []Line) (Reservation, error) {
+// Reserve implements Store, in one transaction: all or nothing. locked
+// runs once the transaction holds the products' row locks and has taken
+// their stock, before it commits; an error from it rolls everything back.
+// Its wait in line — for a connection, then for the locks (lock_timeout)
+// — is bounded by linePatience.
+func (s *PGStore) Reserve(ctx context.Context, orderID string, lines []Line, locked func(context.Context) error) (Reservation, error) {
+	start := time.Now()
+	wait, bounded := linePatience(ctx)
+	acquireCtx := ctx
+	if bounded {
+		var cancel context.CancelFunc
+		acquireCtx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	conn, err := s.pool.Acquire(acquireCtx)
+	switch {
+	case err != nil && ctx.Err() == nil && acquireCtx.Err() != nil:
+		return Reservation{}, errInDemand("a connection to the store", wait)
+	case err != nil:
+		return Reservation{}, postgres.Error(err, "reserving stock")
+	}
+	defer conn.Release()
+
 	var r Reservation
-	err := postgres.InTx(ctx, s.pool, func(tx pgx.Tx) (err error) {
-		r, err = reserve(ctx, tx, orderID, lines)
-		return err
+	err = postgres.InTx(ctx, conn, func(tx pgx.Tx) (err error) {
+		lockTimeout := time.Duration(0) // none
+		if bounded {
+			// At least a millisecond: 0 would mean no timeout at all.
+			lockTimeout = max(wait-time.Since(start), time.Millisecond)
+		}
+		var took bool
+		r, took, err = reserve(ctx, tx, orderID, lines, lockTimeout)
+		switch {
+		case postgres.LockNotAvailable(err):
+			return errInDemand(productsOf(lines), wait)
+		case err != nil || !took || locked == nil:
+			return err
+		}
+		return locked(ctx)
 	})
 	return r, err
 }
 
-func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line) (Reservation, error) {
+// productsOf names the products of lines in a message: the one, quoted,
+// or "one of the order's products".
+func productsOf(lines []Line) string {
+	for _, l := range lines[1:] {
+		if l.SKU != lines[0].SKU {
+			return "one of the order's products"
+		}
+	}
+	return strconv.Quote(lines[0].SKU)
+}
+
+// reserve takes the stock of lines for the order in tx, waiting at most
+// lockTimeout (0: as long as it takes) for the products' locks; took is
+// false when the order had its reservation already, which r then is.
+func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line, lockTimeout time.Duration) (r Reservation, took bool, err error) {
 	// 1. Take the order's one reservation. A second Reserve for the same
 	// order, running at the same time, waits on the unique index until
 	// this transaction ends; then it finds this reservation and returns
 	// it, or — if this one rolled back — takes its own.
-	r := Reservation{OrderID: orderID}
-	err := tx.QueryRow(ctx, `
+	r = Reservation{OrderID: orderID}
+	err = tx.QueryRow(ctx, `
 		INSERT INTO catalog.reservations (order_id) VALUES ($1)
 		ON CONFLICT (order_id) DO NOTHING RETURNING id`, orderID).Scan(&r.ID)
 	if postgres.NoRows(err) {
-		return loadReservation(ctx, tx, orderID)
+		r, err = loadReservation(ctx, tx, orderID)
+		return r, false, err
 	}
 	if err != nil {
-		return Reservation{}, postgres.Error(err, "reserving stock")
+		return Reservation{}, false, postgres.Error(err, "reserving stock")
 	}
 
 	// 2. Read the products, without locking them yet: their prices (no
@@ -128,13 +178,13 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line) (Rese
 	rows, _ := tx.Query(ctx, productsQuery, skus)
 	products, err := collectProducts(rows)
 	if err != nil {
-		return Reservation{}, postgres.Error(err, "reading products")
+		return Reservation{}, false, postgres.Error(err, "reading products")
 	}
 
 	// 3. Check every line before changing anything, in the lines' order,
 	// as the memory store does.
 	if err := checkLines(lines, products); err != nil {
-		return Reservation{}, err
+		return Reservation{}, false, err
 	}
 
 	// 4. Record the lines at those prices, then lock the products, in SKU
@@ -157,6 +207,7 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line) (Rese
 		lineSKUs, lineQtys, linePrices = append(lineSKUs, l.SKU), append(lineQtys, l.Qty), append(linePrices, price)
 	}
 	var writes pgx.Batch
+	writes.Queue(`SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(lockTimeout.Milliseconds(), 10))
 	writes.Queue(`
 		INSERT INTO catalog.reservation_lines (reservation_id, line_no, sku, qty, unit_price_cents)
 		SELECT $1, l.n, l.sku, l.qty, l.price
@@ -177,29 +228,32 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line) (Rese
 	results := tx.SendBatch(ctx, &writes)
 	defer results.Close()
 	if _, err := results.Exec(); err != nil {
-		return Reservation{}, postgres.Error(err, "recording a reservation's lines")
+		return Reservation{}, false, postgres.Error(err, "bounding the wait for the products' locks")
 	}
 	if _, err := results.Exec(); err != nil {
-		return Reservation{}, postgres.Error(err, "recording a reservation's total")
+		return Reservation{}, false, postgres.Error(err, "recording a reservation's lines")
+	}
+	if _, err := results.Exec(); err != nil {
+		return Reservation{}, false, postgres.Error(err, "recording a reservation's total")
 	}
 	rows, _ = results.Query()
 	locked, err := collectProducts(rows)
 	if err != nil {
-		return Reservation{}, postgres.Error(err, "locking products")
+		return Reservation{}, false, postgres.Error(err, "locking products")
 	}
 	// Another order may have taken some of the stock since 2: refuse as 3
 	// would have, with the stock as it is now, under the lock. The caller
 	// rolls back what the batch wrote.
 	if err := checkLines(lines, locked); err != nil {
-		return Reservation{}, err
+		return Reservation{}, false, err
 	}
 	if _, err := results.Exec(); err != nil {
-		return Reservation{}, postgres.Error(err, "taking stock")
+		return Reservation{}, false, postgres.Error(err, "taking stock")
 	}
 	if err := results.Close(); err != nil {
-		return Reservation{}, postgres.Error(err, "taking stock")
+		return Reservation{}, false, postgres.Error(err, "taking stock")
 	}
-	return r, nil
+	return r, true, nil
 }
 
 // productsQuery reads products by SKU, in SKU order.

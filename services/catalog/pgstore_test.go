@@ -61,7 +61,7 @@ func TestMigrateConcurrentlyThenAgain(t *testing.T) {
 	if err := s.Seed(ctx, products()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 4}}); err != nil {
+	if _, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 4}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Seed(ctx, products()); err != nil {
@@ -93,7 +93,7 @@ func BenchmarkReserveOneProduct(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := "o" + strconv.FormatInt(next.Add(1), 10)
-			if _, err := s.Reserve(ctx, id, []catalog.Line{{SKU: "mug", Qty: 1}}); err != nil {
+			if _, err := s.Reserve(ctx, id, []catalog.Line{{SKU: "mug", Qty: 1}}, nil); err != nil {
 				b.Error(err)
 				return
 			}

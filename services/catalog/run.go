@@ -26,7 +26,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		kit.Close()
 		return nil, err
 	}
-	svc, err := NewService(store, kit.Faults)
+	svc, err := NewService(store, kit.Faults, kit.Metrics.Custom())
 	if err != nil {
 		kit.Close()
 		return nil, err

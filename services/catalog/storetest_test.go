@@ -2,12 +2,14 @@ package catalog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
 	"github.com/mercado-lab/mercado/services/catalog"
@@ -35,6 +37,8 @@ func testStore(t *testing.T, newStore newStoreFunc) {
 		{"ReserveConcurrentOneOrder", testReserveConcurrentOneOrder},
 		{"ReserveConcurrentCrossedLines", testReserveConcurrentCrossedLines},
 		{"ReleaseConcurrent", testReleaseConcurrent},
+		{"ReservationsOfAProductWaitInLine", testReservationsOfAProductWaitInLine},
+		{"LockedFailingReservesNothing", testLockedFailingReservesNothing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -108,7 +112,7 @@ func testReserve(t *testing.T, newStore newStoreFunc) {
 	s := newStore(t, products())
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := s.Reserve(context.Background(), "ord-"+strconv.Itoa(i), tt.lines)
+			r, err := s.Reserve(context.Background(), "ord-"+strconv.Itoa(i), tt.lines, nil)
 			if codeOf(err) != tt.wantCode {
 				t.Fatalf("Reserve error = %v, want code %q", err, tt.wantCode)
 			}
@@ -143,14 +147,14 @@ func testReserve(t *testing.T, newStore newStoreFunc) {
 func testReserveOncePerOrder(t *testing.T, newStore newStoreFunc) {
 	ctx := context.Background()
 	s := newStore(t, products())
-	if _, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 11}}); codeOf(err) != apperr.Conflict {
+	if _, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 11}}, nil); codeOf(err) != apperr.Conflict {
 		t.Fatalf("Reserve beyond the stock = %v, want Conflict", err)
 	}
-	first, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 2}, {SKU: "tea", Qty: 1}})
+	first, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 2}, {SKU: "tea", Qty: 1}}, nil)
 	if err != nil {
 		t.Fatalf("Reserve after a failed one: %v", err)
 	}
-	again, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 5}})
+	again, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 5}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +168,7 @@ func testReserveOncePerOrder(t *testing.T, newStore newStoreFunc) {
 	if err := s.Release(ctx, first.ID); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 1}}); err != nil || again.ID != first.ID {
+	if again, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 1}}, nil); err != nil || again.ID != first.ID {
 		t.Errorf("Reserve after Release = %+v, %v; want the first reservation", again, err)
 	}
 	if got := stock(t, s, "paper"); got != 10 {
@@ -174,11 +178,11 @@ func testReserveOncePerOrder(t *testing.T, newStore newStoreFunc) {
 
 func testReservationIDsDiffer(t *testing.T, newStore newStoreFunc) {
 	s := newStore(t, products())
-	a, err := s.Reserve(context.Background(), "o1", []catalog.Line{{SKU: "tea", Qty: 1}})
+	a, err := s.Reserve(context.Background(), "o1", []catalog.Line{{SKU: "tea", Qty: 1}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.Reserve(context.Background(), "o2", []catalog.Line{{SKU: "tea", Qty: 1}})
+	b, err := s.Reserve(context.Background(), "o2", []catalog.Line{{SKU: "tea", Qty: 1}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +196,7 @@ func testReservationIDsDiffer(t *testing.T, newStore newStoreFunc) {
 func testReserveCopiesLines(t *testing.T, newStore newStoreFunc) {
 	s := newStore(t, products())
 	lines := []catalog.Line{{SKU: "tea", Qty: 1}}
-	r, err := s.Reserve(context.Background(), "o1", lines)
+	r, err := s.Reserve(context.Background(), "o1", lines, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +212,7 @@ func testReserveCopiesLines(t *testing.T, newStore newStoreFunc) {
 func testRelease(t *testing.T, newStore newStoreFunc) {
 	ctx := context.Background()
 	s := newStore(t, products())
-	r, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 4}, {SKU: "tea", Qty: 7}, {SKU: "paper", Qty: 1}})
+	r, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 4}, {SKU: "tea", Qty: 7}, {SKU: "paper", Qty: 1}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +252,7 @@ func testReserveConcurrent(t *testing.T, newStore newStoreFunc) {
 		t.Run("qty "+strconv.FormatInt(tt.qty, 10), func(t *testing.T) {
 			s := newStore(t, products())
 			successes, others := race(racers, func(i int) error {
-				_, err := s.Reserve(context.Background(), "o"+strconv.Itoa(i), []catalog.Line{{SKU: "paper", Qty: tt.qty}})
+				_, err := s.Reserve(context.Background(), "o"+strconv.Itoa(i), []catalog.Line{{SKU: "paper", Qty: tt.qty}}, nil)
 				return err
 			})
 			final := stock(t, s, "paper")
@@ -268,13 +272,96 @@ func testReserveConcurrent(t *testing.T, newStore newStoreFunc) {
 	}
 }
 
+// A reservation holds its products' locks until it commits: while one
+// holds a product's, another reservation of that product waits in line —
+// for at most half the time its caller left it, then it answers that the
+// product is in demand, having reserved nothing; with no deadline, until
+// the lock is free — and a reservation of another product does not wait.
+func testReservationsOfAProductWaitInLine(t *testing.T, newStore newStoreFunc) {
+	s := newStore(t, products())
+	holding, commit := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Reserve(context.Background(), "o1", []catalog.Line{{SKU: "tea", Qty: 1}}, func(context.Context) error {
+			close(holding)
+			<-commit
+			return nil
+		})
+		first <- err
+	}()
+	<-holding
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := s.Reserve(ctx, "o2", []catalog.Line{{SKU: "tea", Qty: 1}}, nil)
+	waited := time.Since(start)
+	if codeOf(err) != apperr.Conflict || apperr.ReasonOf(err) != apperr.ReasonNotProcessed || waited < 90*time.Millisecond || waited > 190*time.Millisecond {
+		t.Errorf("a reservation of the locked product with 200 ms left = %v after %v; want Conflict, not processed, after about 100 ms", err, waited)
+	}
+	if _, err := s.Reserve(context.Background(), "o3", []catalog.Line{{SKU: "paper", Qty: 1}}, nil); err != nil {
+		t.Errorf("a reservation of another product while tea is locked: %v", err)
+	}
+	patient := make(chan error, 1)
+	go func() {
+		_, err := s.Reserve(context.Background(), "o4", []catalog.Line{{SKU: "tea", Qty: 1}}, nil)
+		patient <- err
+	}()
+	select {
+	case err := <-patient:
+		t.Fatalf("a reservation with no deadline ended while tea was locked: %v", err)
+	case <-time.After(150 * time.Millisecond):
+	}
+	close(commit)
+	if err := <-first; err != nil {
+		t.Fatalf("the reservation holding the lock: %v", err)
+	}
+	if err := <-patient; err != nil {
+		t.Errorf("the reservation with no deadline, once the lock was free: %v", err)
+	}
+	if got := stock(t, s, "tea"); got != 998 {
+		t.Errorf("tea stock = %d, want 998 (o1 and o4; o2, which gave up, took nothing)", got)
+	}
+	if r, err := s.Reserve(context.Background(), "o2", []catalog.Line{{SKU: "tea", Qty: 1}}, nil); err != nil || r.OrderID != "o2" {
+		t.Errorf("o2 reserved again after giving up = %+v, %v; want a reservation", r, err)
+	}
+}
+
+// A reservation whose locked callback fails is rolled back: no stock
+// taken, no reservation kept for the order, and the callback is not called
+// for an order that has its reservation already.
+func testLockedFailingReservesNothing(t *testing.T, newStore newStoreFunc) {
+	s := newStore(t, products())
+	ctx := context.Background()
+	broken := errors.New("the disk is gone")
+	if _, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 4}}, func(context.Context) error { return broken }); !errors.Is(err, broken) {
+		t.Fatalf("Reserve with a failing commit = %v, want %v", err, broken)
+	}
+	if got := stock(t, s, "paper"); got != 10 {
+		t.Errorf("paper stock = %d after a failed commit, want 10", got)
+	}
+	calls := 0
+	count := func(context.Context) error { calls++; return nil }
+	first, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 4}}, count)
+	if err != nil {
+		t.Fatalf("Reserve after the failed one: %v", err)
+	}
+	again, err := s.Reserve(ctx, "o1", []catalog.Line{{SKU: "paper", Qty: 4}}, count)
+	if err != nil || again.ID != first.ID || calls != 1 {
+		t.Errorf("Reserve of a reserved order = %+v, %v with %d locked calls; want %s and 1 call", again, err, calls, first.ID)
+	}
+	if got := stock(t, s, "paper"); got != 6 {
+		t.Errorf("paper stock = %d, want 6", got)
+	}
+}
+
 // Retries of one order racing each other make one reservation.
 func testReserveConcurrentOneOrder(t *testing.T, newStore newStoreFunc) {
 	s := newStore(t, products())
 	var mu sync.Mutex
 	ids := map[string]bool{}
 	successes, others := race(20, func(int) error {
-		r, err := s.Reserve(context.Background(), "o1", []catalog.Line{{SKU: "paper", Qty: 3}})
+		r, err := s.Reserve(context.Background(), "o1", []catalog.Line{{SKU: "paper", Qty: 3}}, nil)
 		if err == nil {
 			mu.Lock()
 			ids[r.ID] = true
@@ -304,7 +391,7 @@ func testReserveConcurrentCrossedLines(t *testing.T, newStore newStoreFunc) {
 		{{SKU: "b", Qty: 1}, {SKU: "a", Qty: 1}},
 	}
 	successes, others := race(60, func(i int) error {
-		_, err := s.Reserve(context.Background(), fmt.Sprintf("o%d", i), orders[i%len(orders)])
+		_, err := s.Reserve(context.Background(), fmt.Sprintf("o%d", i), orders[i%len(orders)], nil)
 		return err
 	})
 	if successes != 60 {
@@ -321,7 +408,7 @@ func testReserveConcurrentCrossedLines(t *testing.T, newStore newStoreFunc) {
 // once.
 func testReleaseConcurrent(t *testing.T, newStore newStoreFunc) {
 	s := newStore(t, products())
-	r, err := s.Reserve(context.Background(), "o1", []catalog.Line{{SKU: "paper", Qty: 10}})
+	r, err := s.Reserve(context.Background(), "o1", []catalog.Line{{SKU: "paper", Qty: 10}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
