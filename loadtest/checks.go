@@ -96,37 +96,56 @@ var Figures = map[string]func(Summary) float64{
 }
 
 // ServerFigureNames are the server figures a check can name: what the
-// services counted over a span (ServerFigures) for service, divided by the
-// requests of the check's class sent in it.
-var ServerFigureNames = map[string]func(f ServerFigures, service, method string) float64{
-	"calls_per_request": func(f ServerFigures, svc, method string) float64 {
+// services counted over a span (ServerFigures) for service, most of them
+// divided by the requests of the check's class sent in it.
+var ServerFigureNames = map[string]func(f ServerFigures, service, method string, requests int) float64{
+	"calls_per_request": func(f ServerFigures, svc, method string, requests int) float64 {
 		if method != "" {
-			return f.MethodCalls[svc+"/"+method]
+			return f.MethodCalls[svc+"/"+method] / float64(requests)
 		}
-		return f.Calls[svc]
+		return f.Calls[svc] / float64(requests)
 	},
 	// insufficient_budget_per_request: the calls service did not make
 	// because less than the floor was left (mercado_skipped_total with
 	// reason insufficient_budget) — the floor check firing instead of a
 	// doomed call starting.
-	"insufficient_budget_per_request": func(f ServerFigures, svc, _ string) float64 {
-		return f.InsufficientBudget[svc]
+	"insufficient_budget_per_request": func(f ServerFigures, svc, _ string, requests int) float64 {
+		return f.InsufficientBudget[svc] / float64(requests)
 	},
 	// duplicate_charges_per_request: the charges payments took beyond one
 	// per logical checkout (ServerFigures.DuplicateCharges) — what a blind
 	// retry without an idempotency key costs the customer. Service
 	// payments, which takes them.
-	"duplicate_charges_per_request": func(f ServerFigures, _, _ string) float64 {
-		return f.DuplicateCharges
+	"duplicate_charges_per_request": func(f ServerFigures, _, _ string, requests int) float64 {
+		return f.DuplicateCharges / float64(requests)
+	},
+	// lock_wait_p99_ms: the p99 of the catalog's reservations' waits for
+	// their products' locks (ServerFigures.LockWaitP99MS), not divided by
+	// anything; NaN, which no bound holds, when none waited. Service
+	// catalog.
+	"lock_wait_p99_ms": func(f ServerFigures, _, _ string, _ int) float64 {
+		if f.LockWaits == 0 {
+			return math.NaN()
+		}
+		return f.LockWaitP99MS
+	},
+	// late_work_s: seconds of work the whole shop did after its clients'
+	// deadlines had passed (ServerFigures.LateWorkSeconds), not divided by
+	// anything. No service: every service's counts.
+	"late_work_s": func(f ServerFigures, _, _ string, _ int) float64 {
+		return f.LateWorkSeconds
 	},
 }
 
 // methodless are the server figures that count no particular method.
-var methodless = map[string]bool{"insufficient_budget_per_request": true, "duplicate_charges_per_request": true}
+var methodless = map[string]bool{"insufficient_budget_per_request": true, "duplicate_charges_per_request": true,
+	"lock_wait_p99_ms": true}
 
 // figureService names the one service a server figure belongs to, for
-// the figures that only one service counts.
-var figureService = map[string]string{"duplicate_charges_per_request": sim.ServicePayments}
+// the figures that only one service counts; "" for the figures the whole
+// shop counts, which name no service.
+var figureService = map[string]string{"duplicate_charges_per_request": sim.ServicePayments,
+	"lock_wait_p99_ms": sim.ServiceCatalog, "late_work_s": ""}
 
 // HopFigureNames are the figures of one hop (Service to Dep) over a span,
 // given the requests of the check's class sent in it; ok is false when
@@ -210,6 +229,12 @@ func poolPeakUse(m ModeResult, service, pool string, span PhaseSpan) (float64, b
 	return use, seen
 }
 
+// shopWide reports a server figure that the whole shop counts.
+func shopWide(figure string) bool {
+	svc, ok := figureService[figure]
+	return ok && svc == ""
+}
+
 func (c Check) validate(s Scenario) error {
 	var errs []error
 	if c.Name == "" {
@@ -231,7 +256,9 @@ func (c Check) validate(s Scenario) error {
 			slices.Collect(maps.Keys(HopFigureNames)), slices.Collect(maps.Keys(PoolFigureNames)))
 		slices.Sort(names)
 		errs = append(errs, fmt.Errorf("figure %q: want one of %s", c.Figure, strings.Join(names, ", ")))
-	case server && !slices.Contains(faults.Services(), c.Service):
+	case server && shopWide(c.Figure) && (c.Service != "" || c.Method != ""):
+		errs = append(errs, fmt.Errorf("figure %s is the whole shop's: drop service and method", c.Figure))
+	case server && !shopWide(c.Figure) && !slices.Contains(faults.Services(), c.Service):
 		errs = append(errs, fmt.Errorf("figure %s needs a service, one of %s", c.Figure, faults.ServiceList()))
 	case server && figureService[c.Figure] != "" && c.Service != figureService[c.Figure]:
 		errs = append(errs, fmt.Errorf("figure %s is counted by %s: give service %s", c.Figure, figureService[c.Figure], figureService[c.Figure]))
@@ -366,7 +393,7 @@ func (r Results) figure(mode, phase string, c Check) (float64, error) {
 		if requests == 0 {
 			return math.NaN(), fmt.Errorf("class %s sent nothing in %s mode", c.Class, mode)
 		}
-		return f(server, c.Service, c.Method) / float64(requests), nil
+		return f(server, c.Service, c.Method, requests), nil
 	}
 	f, ok := Figures[c.Figure]
 	if !ok {

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,9 +34,11 @@ func phasedResults() Results {
 	}}
 	// What payments counted in the faulty phase: per checkout, 27 calls
 	// naive, 2 budgeted (the browse requests are not in the divisor).
-	r.Modes[0].Phases[1].Server = ServerFigures{Calls: map[string]float64{"payments": 2700}, DuplicateCharges: 12}
+	r.Modes[0].Phases[1].Server = ServerFigures{Calls: map[string]float64{"payments": 2700}, DuplicateCharges: 12,
+		LockWaitP99MS: 2400, LockWaits: 300, LateWorkSeconds: 150}
 	r.Modes[1].Phases[1].Server = ServerFigures{Calls: map[string]float64{"payments": 200},
-		MethodCalls: map[string]float64{"payments/CreateCharge": 110, "payments/ScreenOrder": 90}}
+		MethodCalls:   map[string]float64{"payments/CreateCharge": 110, "payments/ScreenOrder": 90},
+		LockWaitP99MS: 150, LockWaits: 300}
 	return r
 }
 
@@ -57,6 +60,9 @@ func TestEvaluateChecks(t *testing.T) {
 		{"whole run", Check{Mode: "budgeted", Class: "browse", Figure: "success", AtLeast: ptr(0.99)}, true, 1, 0.99},
 		{"a service's calls per request of the class, in a phase", Check{Mode: "naive", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtLeast: ptr(20)}, true, 27, 20},
 		{"a service's calls per request, over the bound", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtMost: ptr(1.5)}, false, 2, 1.5},
+		{"the p99 lock wait, not divided by requests", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "lock_wait_p99_ms", Service: "catalog", AtMost: ptr(0.5), Of: &CheckOf{Mode: "naive"}}, true, 150, 1200},
+		{"no lock waits hold no bound", Check{Mode: "budgeted", Class: "checkout", Figure: "lock_wait_p99_ms", Service: "catalog", AtMost: ptr(1000)}, false, math.NaN(), 1000},
+		{"the shop's late work, not divided by requests", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "late_work_s", AtMost: ptr(0.1), Of: &CheckOf{Mode: "naive"}}, true, 0, 15},
 		{"duplicate charges per checkout", Check{Mode: "naive", Phase: "payments slow", Class: "checkout", Figure: "duplicate_charges_per_request", Service: "payments", AtLeast: ptr(0.1)}, true, 0.12, 0.1},
 		{"no duplicate charges, broken", Check{Mode: "naive", Phase: "payments slow", Class: "checkout", Figure: "duplicate_charges_per_request", Service: "payments", AtMost: ptr(0)}, false, 0.12, 0},
 		{"no duplicate charges, kept", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "duplicate_charges_per_request", Service: "payments", AtMost: ptr(0)}, true, 0, 0},
@@ -66,7 +72,8 @@ func TestEvaluateChecks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.check.Name = tc.name
 			got := Evaluate([]Check{tc.check}, r)[0]
-			if got.Pass != tc.pass || got.Value != tc.value || got.Bound != tc.bound || got.Error != "" {
+			sameValue := got.Value == tc.value || (math.IsNaN(got.Value) && math.IsNaN(tc.value))
+			if got.Pass != tc.pass || !sameValue || got.Bound != tc.bound || got.Error != "" {
 				t.Errorf("got pass=%v value=%v bound=%v err=%q; want pass=%v value=%v bound=%v",
 					got.Pass, got.Value, got.Bound, got.Error, tc.pass, tc.value, tc.bound)
 			}
@@ -111,6 +118,10 @@ checks:
 		`  - {name: a, mode: budgeted, class: checkout, figure: calls_per_request, service: payments, method: /x/CreateCharge, at_most: 1}`: "short name",
 		`  - {name: a, mode: budgeted, class: checkout, figure: duplicate_charges_per_request, service: payments, at_most: 0}`:              "",
 		`  - {name: a, mode: budgeted, class: checkout, figure: duplicate_charges_per_request, service: orders, at_most: 0}`:                "give service payments",
+		`  - {name: a, mode: budgeted, class: checkout, figure: lock_wait_p99_ms, service: catalog, at_most: 200}`:                          "",
+		`  - {name: a, mode: budgeted, class: checkout, figure: lock_wait_p99_ms, service: orders, at_most: 200}`:                           "give service catalog",
+		`  - {name: a, mode: budgeted, class: checkout, figure: late_work_s, at_most: 1}`:                                                   "",
+		`  - {name: a, mode: budgeted, class: checkout, figure: late_work_s, service: orders, at_most: 1}`:                                  "whole shop's",
 	} {
 		_, err := ParseScenario([]byte(base + check))
 		switch {

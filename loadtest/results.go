@@ -183,6 +183,12 @@ type ServerFigures struct {
 	// HopBreakerOpens are how many times each hop's breaker opened, by
 	// "service/dep".
 	HopBreakerOpens map[string]float64 `json:"hop_breaker_opens,omitempty"`
+	// LockWaitP99MS is the p99 of the catalog's reservations' waits for
+	// their products' locks over the span (those that got them and those
+	// that gave up), in milliseconds, and LockWaits how many waited: the
+	// queue a flash sale builds. Absent when no reservation was made.
+	LockWaitP99MS float64 `json:"lock_wait_p99_ms,omitempty"`
+	LockWaits     float64 `json:"lock_waits,omitempty"`
 	// CPUSecondsPerGoodCheckout is the process's CPU time during the run
 	// divided by checkouts answered well in time (in-process runs only).
 	CPUSecondsPerGoodCheckout float64 `json:"cpu_seconds_per_good_checkout,omitempty"`

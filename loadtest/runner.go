@@ -579,6 +579,9 @@ func serverFigures(before, after Counters, requests int) ServerFigures {
 		Amplification:    map[string]float64{},
 	}
 	s.MethodCalls = grown(before.Methods, after.Methods)
+	if waits := after.LockWait.Since(before.LockWait); waits.Total() > 0 {
+		s.LockWaitP99MS, s.LockWaits = waits.Quantile(0.99)*1000, waits.Total()
+	}
 	for hop, h := range after.Hops {
 		if n := h.Total() - before.Hops[hop].Total(); n > 0 {
 			if s.HopCalls == nil {

@@ -73,6 +73,9 @@ type Counters struct {
 	HopTimeouts map[string]float64
 	// HopBreakerOpens count each hop's breaker opening, by "service/dep".
 	HopBreakerOpens map[string]float64
+	// LockWait is the catalog's histogram of reservations' waits for
+	// their products' locks, every outcome together.
+	LockWait Histogram
 }
 
 // Gauges are the services' gauges at one moment.

@@ -234,6 +234,9 @@ func (s *Driver) Counters(ctx context.Context) (loadtest.Counters, error) {
 		for dep, v := range f.ByLabel(telemetry.NameHopCap, "dep") {
 			c.Caps[svc+"/"+dep] = v
 		}
+		if svc == sim.ServiceCatalog {
+			c.LockWait = f.Histograms(telemetry.NameStockLockWait, "service")[svc]
+		}
 	}
 	// Exact, from the store: payments' gauge of them reads it only every
 	// few seconds.

@@ -312,8 +312,9 @@ func compareModes(r loadtest.Results) comparison {
 	server("late completions", dirLower, "%.0f", func(s loadtest.ServerFigures) float64 { return s.LateCompletions })
 	server("late work (s)", dirLower, "%.2f", func(s loadtest.ServerFigures) float64 { return s.LateWorkSeconds })
 	var reasons, services []string
-	cpu := false
+	cpu, locks := false, false
 	for _, m := range modes {
+		locks = locks || m.Server.LockWaits > 0
 		reasons = append(reasons, sortedKeys(m.Server.Skipped)...)
 		services = append(services, sortedKeys(m.Server.Amplification)...)
 		cpu = cpu || m.Server.CPUSecondsPerGoodCheckout != 0
@@ -322,6 +323,9 @@ func compareModes(r loadtest.Results) comparison {
 		// Skipping work nobody will wait for is the point of a budget,
 		// so more is not worse.
 		server("skipped: "+k, dirNeutral, "%.0f", func(s loadtest.ServerFigures) float64 { return s.Skipped[k] })
+	}
+	if locks {
+		server("stock lock wait p99 (ms)", dirLower, "%.0f", func(s loadtest.ServerFigures) float64 { return s.LockWaitP99MS })
 	}
 	server("breaker opens", dirNeutral, "%.0f", func(s loadtest.ServerFigures) float64 { return s.BreakerOpens })
 	server("pool rejections", dirNeutral, "%.0f", func(s loadtest.ServerFigures) float64 { return s.PoolRejections })
