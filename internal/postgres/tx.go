@@ -70,11 +70,11 @@ var (
 	_ Beginner = (*pgxpool.Conn)(nil)
 )
 
-// LockNotAvailable reports whether err says a statement gave up waiting
-// for a lock (lock_timeout).
-func LockNotAvailable(err error) bool {
+// QueryCanceled reports whether err says the server cancelled a
+// statement: its statement_timeout, or a cancel request.
+func QueryCanceled(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+	return errors.As(err, &pgErr) && pgErr.Code == "57014"
 }
 
 // NoRows reports whether err says a query found no row.

@@ -9,6 +9,7 @@ package catalog
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -95,8 +96,8 @@ func (s *PGStore) Get(ctx context.Context, sku string) (Product, error) {
 // Reserve implements Store, in one transaction: all or nothing. locked
 // runs once the transaction holds the products' row locks and has taken
 // their stock, before it commits; an error from it rolls everything back.
-// Its wait in line — for a connection, then for the locks (lock_timeout)
-// — is bounded by linePatience.
+// Its wait in line — for a connection, then for the locks — is bounded
+// by linePatience.
 func (s *PGStore) Reserve(ctx context.Context, orderID string, lines []Line, locked func(context.Context) error) (Reservation, error) {
 	start := time.Now()
 	wait, bounded := linePatience(ctx)
@@ -117,15 +118,14 @@ func (s *PGStore) Reserve(ctx context.Context, orderID string, lines []Line, loc
 
 	var r Reservation
 	err = postgres.InTx(ctx, conn, func(tx pgx.Tx) (err error) {
-		lockTimeout := time.Duration(0) // none
+		left := time.Duration(0) // no bound
 		if bounded {
-			// At least a millisecond: 0 would mean no timeout at all.
-			lockTimeout = max(wait-time.Since(start), time.Millisecond)
+			left = max(wait-time.Since(start), time.Millisecond)
 		}
 		var took bool
-		r, took, err = reserve(ctx, tx, orderID, lines, lockTimeout)
+		r, took, err = reserve(ctx, tx, orderID, lines, left)
 		switch {
-		case postgres.LockNotAvailable(err):
+		case errors.Is(err, errLockWait):
 			return errInDemand(productsOf(lines), wait)
 		case err != nil || !took || locked == nil:
 			return err
@@ -146,10 +146,14 @@ func productsOf(lines []Line) string {
 	return strconv.Quote(lines[0].SKU)
 }
 
+// errLockWait is reserve's error when the products' locks were not free
+// within the wait it was given.
+var errLockWait = errors.New("the products' locks were not free in time")
+
 // reserve takes the stock of lines for the order in tx, waiting at most
-// lockTimeout (0: as long as it takes) for the products' locks; took is
+// lockWait (0: as long as it takes) for the products' locks; took is
 // false when the order had its reservation already, which r then is.
-func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line, lockTimeout time.Duration) (r Reservation, took bool, err error) {
+func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line, lockWait time.Duration) (r Reservation, took bool, err error) {
 	// 1. Take the order's one reservation. A second Reserve for the same
 	// order, running at the same time, waits on the unique index until
 	// this transaction ends; then it finds this reservation and returns
@@ -187,13 +191,12 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line, lockT
 		return Reservation{}, false, err
 	}
 
-	// 4. Record the lines at those prices, then lock the products, in SKU
-	// order (two orders that lock the same products lock them in the same
-	// order, so they never deadlock), and take the stock, all in one
-	// batch, one round trip. Every checkout of a popular product waits for
-	// its row lock, held from here until the commit: one round trip and
-	// the commit's wait for the disk, where locking first and writing
-	// after would hold it over two round trips.
+	// 4. Lock the products, in SKU order (two orders that lock the same
+	// products lock them in the same order, so they never deadlock), record
+	// the lines at those prices and take the stock, all in one batch, one
+	// round trip. Every checkout of a popular product waits for its row
+	// lock, held from here until the commit: that round trip and the
+	// commit's wait for the disk.
 	qtys := make([]int64, len(skus))
 	for i, sku := range skus {
 		qtys[i] = want[sku]
@@ -206,19 +209,35 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line, lockT
 		r.TotalCents += l.Qty * price
 		lineSKUs, lineQtys, linePrices = append(lineSKUs, l.SKU), append(lineQtys, l.Qty), append(linePrices, price)
 	}
+	// The locking statement is bounded by lockWait, through
+	// statement_timeout (lock_timeout would bound each of the waits a row
+	// lock takes — its tuple's lock, then its holder's transaction — apart,
+	// and the third in line waits through two); after it, the budget's
+	// bound, as InTx set it, is back for the rest. The lines' foreign key
+	// checks come after it: on a product another reservation is updating
+	// they would wait in line too.
 	var writes pgx.Batch
-	writes.Queue(`SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(lockTimeout.Milliseconds(), 10))
+	bounded := lockWait > 0
+	if bounded {
+		writes.Queue(`SELECT set_config('statement_timeout', $1, true)`, millis(lockWait))
+	}
+	// FOR NO KEY UPDATE, the lock the stock's update takes itself: it lets
+	// other orders' foreign key checks (key-share locks) on the products be,
+	// where FOR UPDATE would make them wait.
+	writes.Queue(productsQuery+` FOR NO KEY UPDATE`, skus)
+	if bounded {
+		left := time.Millisecond
+		if d, ok := ctx.Deadline(); ok {
+			left = max(time.Until(d), left)
+		}
+		writes.Queue(`SELECT set_config('statement_timeout', $1, true)`, millis(left))
+	}
 	writes.Queue(`
 		INSERT INTO catalog.reservation_lines (reservation_id, line_no, sku, qty, unit_price_cents)
 		SELECT $1, l.n, l.sku, l.qty, l.price
 		FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS l(sku, qty, price, n)`,
 		r.ID, lineSKUs, lineQtys, linePrices)
 	writes.Queue(`UPDATE catalog.reservations SET total_cents = $2 WHERE id = $1`, r.ID, r.TotalCents)
-	// FOR NO KEY UPDATE, the lock the stock's update takes itself: it lets
-	// the key-share locks the lines' foreign key took on the products in
-	// the first statement be, where FOR UPDATE would wait for another
-	// order's, and that order for this one's.
-	writes.Queue(productsQuery+` FOR NO KEY UPDATE`, skus)
 	// Only where the stock is still enough: another order may have taken
 	// it since 2, and an order refused below must not trip the stock's
 	// CHECK before it is.
@@ -227,18 +246,17 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line, lockT
 		FROM unnest($1::text[], $2::bigint[]) AS w(sku, qty) WHERE p.sku = w.sku AND p.stock >= w.qty`, skus, qtys)
 	results := tx.SendBatch(ctx, &writes)
 	defer results.Close()
-	if _, err := results.Exec(); err != nil {
-		return Reservation{}, false, postgres.Error(err, "bounding the wait for the products' locks")
-	}
-	if _, err := results.Exec(); err != nil {
-		return Reservation{}, false, postgres.Error(err, "recording a reservation's lines")
-	}
-	if _, err := results.Exec(); err != nil {
-		return Reservation{}, false, postgres.Error(err, "recording a reservation's total")
+	if bounded {
+		if _, err := results.Exec(); err != nil {
+			return Reservation{}, false, postgres.Error(err, "bounding the wait for the products' locks")
+		}
 	}
 	rows, _ = results.Query()
 	locked, err := collectProducts(rows)
-	if err != nil {
+	switch {
+	case err != nil && bounded && postgres.QueryCanceled(err) && ctx.Err() == nil:
+		return Reservation{}, false, errLockWait
+	case err != nil:
 		return Reservation{}, false, postgres.Error(err, "locking products")
 	}
 	// Another order may have taken some of the stock since 2: refuse as 3
@@ -247,6 +265,17 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line, lockT
 	if err := checkLines(lines, locked); err != nil {
 		return Reservation{}, false, err
 	}
+	if bounded {
+		if _, err := results.Exec(); err != nil {
+			return Reservation{}, false, postgres.Error(err, "bounding the rest by the budget")
+		}
+	}
+	if _, err := results.Exec(); err != nil {
+		return Reservation{}, false, postgres.Error(err, "recording a reservation's lines")
+	}
+	if _, err := results.Exec(); err != nil {
+		return Reservation{}, false, postgres.Error(err, "recording a reservation's total")
+	}
 	if _, err := results.Exec(); err != nil {
 		return Reservation{}, false, postgres.Error(err, "taking stock")
 	}
@@ -254,6 +283,12 @@ func reserve(ctx context.Context, tx pgx.Tx, orderID string, lines []Line, lockT
 		return Reservation{}, false, postgres.Error(err, "taking stock")
 	}
 	return r, true, nil
+}
+
+// millis is d as statement_timeout takes it: whole milliseconds, rounded
+// up (0 would mean no timeout at all).
+func millis(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
 }
 
 // productsQuery reads products by SKU, in SKU order.
