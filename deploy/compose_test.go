@@ -18,6 +18,7 @@ import (
 
 	"github.com/mercado-lab/mercado/internal/serve"
 	"github.com/mercado-lab/mercado/lab/shop"
+	"github.com/mercado-lab/mercado/loadtest"
 )
 
 // mercadoServices are the five services and the listen addresses their
@@ -433,8 +434,11 @@ func TestComposePublishedPorts(t *testing.T) {
 func TestComposeLab(t *testing.T) {
 	p := loadCompose(t)
 	lab := service(t, p, "lab")
-	if len(lab.Command) == 0 || lab.Command[0] != "load" {
-		t.Fatalf("lab command %v, want `mercado load ...`", lab.Command)
+	if len(lab.Entrypoint) < 2 || lab.Entrypoint[0] != "/mercado" || lab.Entrypoint[1] != "load" {
+		t.Fatalf("lab entrypoint %v, want `/mercado load ...`", lab.Entrypoint)
+	}
+	if n := len(lab.Command); n == 0 || !slices.Contains(loadtest.Builtin(), lab.Command[n-1]) {
+		t.Errorf("lab command %v, want it to end with a built-in scenario's name", lab.Command)
 	}
 	reads := envNames(t, "load")
 	for _, k := range sortedKeys(lab.Environment) {
@@ -442,11 +446,17 @@ func TestComposeLab(t *testing.T) {
 			t.Errorf("lab environment %s: `mercado load` reads no such variable", k)
 		}
 	}
-	for _, arg := range lab.Command {
+	for _, arg := range lab.Entrypoint {
 		if strings.HasPrefix(arg, "http://") {
 			u, err := url.Parse(arg)
 			if err != nil || u.Port() == "" {
 				t.Errorf("lab: %q is not a service URL", arg)
+				continue
+			}
+			if u.Hostname() == "netproxy" { // the wire's admin API, as compose sets it
+				if admin := service(t, p, "netproxy").Environment["MERCADO_ADMIN_ADDR"]; admin == nil || u.Port() != port(t, *admin) {
+					t.Errorf("lab: %s is not the wire's admin port", arg)
+				}
 				continue
 			}
 			c, ok := mercadoServices()[u.Hostname()]

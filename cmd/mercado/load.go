@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/mercado-lab/mercado/internal/serve"
@@ -60,12 +61,14 @@ func scenarioLab(ctx context.Context, name string, args []string, getenv func(st
 	return scenarioVerdict("lab "+name, res)
 }
 
-const loadUsage = `Usage: mercado load --gateway URL --admin URL --scenario NAME|FILE [flags]
+const loadUsage = `Usage: mercado load --gateway URL --admin URL [flags] [SCENARIO]
 
 Runs a load-test scenario against a running shop (docker compose, Kubernetes,
 or mercado serve all): switches the whole shop between the scenario's modes
 through the gateway's admin API, applies each phase's faults, sends open-loop
 load, and writes the comparison: a table, results.json and report.html.
+SCENARIO, a built-in scenario's name or a scenario file, may also be given
+as --scenario.
 
 Built-in scenarios: ` + "%s" + `
 
@@ -84,8 +87,19 @@ func runLoad(ctx context.Context, args []string, getenv func(string) string, std
 		"the wire's admin URL (a shop served with --network-proxy), used by a scenario with network faults")
 	scenario := fs.String("scenario", defaultScenario, "a built-in scenario's name, or a scenario file")
 	o := scenarioFlags(fs)
-	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+	named, help, err := parseCommandArg(fs, args, getenv)
+	if help || err != nil {
 		return err
+	}
+	if named != "" {
+		if set := flagSet(fs, "scenario"); set && *scenario != named {
+			return usagef("load: the scenario is named twice, %s and --scenario %s; give it once", named, *scenario)
+		}
+		*scenario = named
+	}
+	if share, ok := cpuShare(); ok && share.value != share.unset {
+		fmt.Fprintf(stderr, "the load generator runs with %s %d (%d unless set): it keeps its schedule while the shop shares the cores\n",
+			share.name, share.value, share.unset)
 	}
 	sc, err := o.load(*scenario)
 	if err != nil {
@@ -109,6 +123,46 @@ func runLoad(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	return scenarioVerdict("load "+sc.Name, res)
+}
+
+// flagSet reports whether the flag name was set on the command line or
+// from the environment.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// cgroupShare is this process's share of the CPU as its cgroup states
+// it: cgroup v2's cpu.weight, or v1's cpu.shares (compose's cpu_shares).
+type cgroupShare struct {
+	name         string
+	value, unset int
+}
+
+// cpuShare reads this process's cgroup CPU share; false where there is
+// none to read (not Linux, or no cgroup CPU controller).
+func cpuShare() (cgroupShare, bool) {
+	for _, f := range []struct {
+		path  string
+		share cgroupShare
+	}{
+		{"/sys/fs/cgroup/cpu.weight", cgroupShare{name: "CPU weight", unset: 100}},
+		{"/sys/fs/cgroup/cpu/cpu.shares", cgroupShare{name: "CPU shares", unset: 1024}},
+		{"/sys/fs/cgroup/cpu,cpuacct/cpu.shares", cgroupShare{name: "CPU shares", unset: 1024}},
+	} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			continue
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			continue
+		}
+		f.share.value = v
+		return f.share, true
+	}
+	return cgroupShare{}, false
 }
 
 // storeFlags choose where a scenario lab's shop keeps its state.

@@ -127,6 +127,35 @@ func parseCommand(fs *flag.FlagSet, args []string, getenv func(string) string) (
 	return false, nil
 }
 
+// parseCommandArg parses args as parseCommand does, but takes one
+// argument that is not a flag, before the flags, after them or between
+// them, and returns it ("" when there is none).
+func parseCommandArg(fs *flag.FlagSet, args []string, getenv func(string) string) (arg string, help bool, err error) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		arg, args = args[0], args[1:]
+	}
+	command := strings.TrimPrefix(fs.Name(), "mercado ")
+	if err := flagenv.Parse(fs, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", true, nil
+		}
+		return "", false, usageError{fmt.Errorf("%s: %w", command, err)}
+	}
+	if fs.NArg() > 0 && arg == "" {
+		arg = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return "", true, nil
+			}
+			return "", false, usageError{fmt.Errorf("%s: %w", command, err)}
+		}
+	}
+	if fs.NArg() > 0 {
+		return "", false, usagef("%s: unexpected argument %q", command, fs.Arg(0))
+	}
+	return arg, false, nil
+}
+
 func buildVersion() string {
 	if version != "" {
 		return version
