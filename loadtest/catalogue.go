@@ -22,13 +22,13 @@ type Basket struct {
 	// the order the shop lists them (rank 1 first): PopularityZipf (the
 	// default), PopularityUniform, or PopularityOne, every checkout the
 	// first product listed (a flash sale).
-	Popularity string `yaml:"popularity"`
+	Popularity string `yaml:"popularity" json:"popularity,omitempty"`
 	// Exponent is Zipf's: rank k is bought in proportion to k^-Exponent.
 	// Above 1; 1.1 when left out.
-	Exponent float64 `yaml:"exponent"`
+	Exponent float64 `yaml:"exponent" json:"exponent,omitempty"`
 	// Items is how many different products a checkout buys, one of each:
 	// 1 to MaxItems, 1 when left out; 1 with PopularityOne.
-	Items int `yaml:"items"`
+	Items int `yaml:"items" json:"items,omitempty"`
 }
 
 // The popularity curves a Basket may name.

@@ -17,6 +17,7 @@ import (
 	"github.com/mercado-lab/mercado/internal/problem"
 	"github.com/mercado-lab/mercado/lab/console"
 	"github.com/mercado-lab/mercado/lab/shop"
+	"github.com/mercado-lab/mercado/loadtest"
 )
 
 // startShop runs the embedded shop on free ports with the console on its
@@ -229,6 +230,7 @@ func TestBadInputIsAProblem(t *testing.T) {
 		{"rate too high", http.MethodPut, "api/traffic", "application/json", `{"checkout":5000,"deadline_ms":1000}`, 400, "1 to 1000"},
 		{"no rate", http.MethodPut, "api/traffic", "application/json", `{"deadline_ms":1000}`, 400, "at least one rate"},
 		{"deadline too short", http.MethodPut, "api/traffic", "application/json", `{"checkout":1,"deadline_ms":5}`, 400, "deadline_ms must be 50 to 60000"},
+		{"unknown popularity", http.MethodPut, "api/traffic", "application/json", `{"checkout":1,"deadline_ms":1000,"buys":{"popularity":"pareto"}}`, 400, `unknown "pareto"`},
 		{"unknown scenario", http.MethodPost, "api/scenario", "application/json", `{"name":"../../etc/passwd"}`, 400, "name must be one of"},
 		{"scenario with network faults on a shop without a wire", http.MethodPost, "api/scenario", "application/json", `{"name":"network-stall"}`, 409, "fault proxies"},
 		{"no run to stop", http.MethodDelete, "api/scenario", "", "", 409, "no scenario is running"},
@@ -373,6 +375,15 @@ func TestEveryPresetApplies(t *testing.T) {
 		}
 		if res.State.Preset != p.Name || res.State.Services[0].Mode == nil || res.State.Services[0].Mode.Mode != want || !res.State.Traffic.Running {
 			t.Errorf("%s: state shows preset %q, gateway %+v, traffic %+v; want it, in %s, with its traffic running", p.Name, res.State.Preset, res.State.Services[0].Mode, res.State.Traffic, want)
+		}
+		if p.Scenario != "" {
+			sc, err := loadtest.LoadScenario(p.Scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.State.Traffic.Buys != sc.Checkout {
+				t.Errorf("%s: the traffic buys %+v, want its scenario's %+v", p.Name, res.State.Traffic.Buys, sc.Checkout)
+			}
 		}
 	}
 

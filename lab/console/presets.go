@@ -59,6 +59,8 @@ var lessonPresets = []Preset{
 		Watch: "Browsing: the carrier hangs under 100 checkouts/s, and in naive mode the shared pool fills and browsing goes dark; switch to budgeted and it turns green within seconds."},
 	{Name: "classes", Title: "Traffic classes", Mode: mode.Naive, Scenario: "classes", Phase: "export burst",
 		Watch: "Checkout goodput: 60 catalogue exports a second (batch, each six 200 ms pages) fill naive's shared pools of 50 and the shoppers wait behind them; switch to budgeted and batch holds at most half of any pool, and checkouts come back."},
+	{Name: "flash-sale", Title: "Flash sale", Mode: mode.Naive, Scenario: "flash-sale", Phase: "the sale",
+		Watch: "Checkouts and browsing: 100 checkouts a second of one product, each holding its lock for a 20 ms commit, and naive's line grows until every checkout waits past its deadline and browsing waits with them; switch to budgeted and it sells the 50 a second the lock serves, answering the rest 409 at once."},
 	{Name: "retry-storm", Title: "Retry storm", Mode: mode.Naive, Scenario: "retry-storm", Phase: "payments refuses",
 		Watch: "Retries a second: payments refuses every charge, and naive retries at the gateway and at orders; switch to budgeted and orders alone retries, within its retry budget."},
 	// Exercise 2's fan-out with the shop's own caps: the fraud screen
@@ -158,6 +160,7 @@ func (p Preset) setup() (setup, error) {
 		return sc.Classes[class].Rate
 	}
 	s.rates.Checkout, s.rates.Browse, s.rates.Export = rate("checkout"), rate("browse"), rate("export")
+	s.rates.Buys = sc.Checkout
 	if err := s.rates.validate(); err != nil {
 		return setup{}, fmt.Errorf("preset %s: its traffic: %w", p.Name, err)
 	}

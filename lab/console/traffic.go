@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -22,6 +23,10 @@ type Rates struct {
 	Browse     float64 `json:"browse"`
 	Export     float64 `json:"export"`
 	DeadlineMS int64   `json:"deadline_ms"`
+	// Buys is what the checkouts buy: Zipf over the catalogue when left
+	// out, as a scenario's checkout: says it (a lesson preset sets its
+	// scenario's).
+	Buys loadtest.Basket `json:"buys"`
 	// Running is set in the state while the traffic runs; a change
 	// leaves it out.
 	Running bool `json:"running,omitempty"`
@@ -53,6 +58,9 @@ func (r Rates) validate() error {
 		return fmt.Errorf("deadline_ms must be %d to %d", minDeadlineMS, maxDeadlineMS)
 	case r.Running:
 		return fmt.Errorf("running is set by the console, not by a change")
+	}
+	if errs := r.Buys.Validate(); len(errs) > 0 {
+		return fmt.Errorf("buys: %w", errors.Join(errs...))
 	}
 	return nil
 }
@@ -189,7 +197,7 @@ func (t *traffic) classes(r Rates, cat loadtest.Catalogue, n int) []loadtest.Cla
 	shopping := len(cat.SKUs) > 0
 	if r.Checkout > 0 && shopping {
 		out = append(out, loadtest.Class{Name: "checkout", Rate: r.Checkout, Deadline: deadline, Patience: wait,
-			Request: loadtest.CheckoutRequest(fmt.Sprintf("%s-%d", t.prefix, n), cat, loadtest.Basket{})})
+			Request: loadtest.CheckoutRequest(fmt.Sprintf("%s-%d", t.prefix, n), cat, r.Buys)})
 	}
 	if r.Browse > 0 && shopping {
 		out = append(out, loadtest.Class{Name: "browse", Rate: r.Browse, Deadline: deadline, Patience: wait, Request: cat.BrowseRequest})
