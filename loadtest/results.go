@@ -38,6 +38,9 @@ type RunSettings struct {
 	// Checkouts is what the checkouts bought, in words ("zipf 1.1"): the
 	// scenario's Basket.
 	Checkouts string `json:"checkouts,omitempty"`
+	// Scale is what every rate of the scenario was multiplied by (the
+	// rates above are the scaled ones); absent for its own rates.
+	Scale float64 `json:"scale,omitempty"`
 	// Workers and BreakerOpenMS size an in-process shop (0: the shop's
 	// defaults, or a running deployment's own).
 	Workers       int     `json:"workers,omitempty"`
@@ -207,6 +210,9 @@ func (s Scenario) Settings() RunSettings {
 	}
 	if _, ok := s.Classes["checkout"]; ok {
 		out.Checkouts = s.Checkout.String()
+	}
+	if s.Scale != 0 && s.Scale != 1 {
+		out.Scale = s.Scale
 	}
 	return out
 }

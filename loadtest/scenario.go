@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,6 +53,9 @@ type Scenario struct {
 	// Checks are the claims the scenario makes about its results, printed
 	// as PASS or FAIL after the run.
 	Checks []Check `yaml:"checks"`
+	// Scale is what Scaled multiplied every rate by; 0 for the scenario's
+	// own rates.
+	Scale float64 `yaml:"-"`
 }
 
 // ClientSpec is the clients' behaviour when an answer fails.
@@ -363,6 +367,44 @@ func (s Scenario) Quick() Scenario {
 	}
 	s.Phases = phases
 	return s
+}
+
+// Scales are the bounds of Scaled's factor.
+const (
+	MinScale = 0.05
+	MaxScale = 10
+)
+
+// Scaled returns s with every class's rate and every phase's rates
+// multiplied by f: the same lesson at rates a smaller (or larger) machine
+// can hold. A scenario's checks compare the modes and the phases with
+// each other, so they read the same at any scale where the shop is
+// pushed past what each mode can serve as the scenario meant.
+func (s Scenario) Scaled(f float64) (Scenario, error) {
+	if math.IsNaN(f) || f < MinScale || f > MaxScale {
+		return s, fmt.Errorf("scale %v is outside %v to %v", f, MinScale, MaxScale)
+	}
+	classes := make(map[string]ClassSpec, len(s.Classes))
+	for name, c := range s.Classes {
+		c.Rate *= f
+		classes[name] = c
+	}
+	phases := make([]Phase, len(s.Phases))
+	for i, p := range s.Phases {
+		if p.Rates != nil {
+			rates := make(map[string]float64, len(p.Rates))
+			for class, r := range p.Rates {
+				rates[class] = r * f
+			}
+			p.Rates = rates
+		}
+		phases[i] = p
+	}
+	if s.Scale == 0 {
+		s.Scale = 1
+	}
+	s.Classes, s.Phases, s.Scale = classes, phases, s.Scale*f
+	return s, nil
 }
 
 // Length is the run's length per mode.

@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -168,6 +169,44 @@ phases:
 		_, err := ParseScenario([]byte(strings.Replace(base, "%s", quick, 1)))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("quick: %s: got %v, want an error containing %q", quick, err, want)
+		}
+	}
+}
+
+// Scaled multiplies every base and phase rate, leaves the scenario it
+// came from as it was, says its factor in the run's settings, and refuses
+// a factor outside its bounds.
+func TestScaledMultipliesEveryRate(t *testing.T) {
+	sc, err := LoadScenario("overload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	half, err := sc.Scaled(0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := half.Classes["checkout"].Rate; got != 25 {
+		t.Errorf("scaled base checkout rate = %v, want 25", got)
+	}
+	if got := half.Phases[2].Rates["checkout"]; got != 250 {
+		t.Errorf("scaled checkout rate of phase %q = %v, want 250", half.Phases[2].Name, got)
+	}
+	if sc.Classes["checkout"].Rate != 50 || sc.Phases[2].Rates["checkout"] != 500 {
+		t.Errorf("the scenario scaled from changed: %v, %v", sc.Classes["checkout"].Rate, sc.Phases[2].Rates)
+	}
+	if got := half.Settings().Scale; got != 0.5 {
+		t.Errorf("settings' scale = %v, want 0.5", got)
+	}
+	if got := sc.Settings().Scale; got != 0 {
+		t.Errorf("an unscaled run's settings' scale = %v, want none", got)
+	}
+	quarter, err := half.Scaled(0.5)
+	if err != nil || quarter.Scale != 0.25 || quarter.Classes["checkout"].Rate != 12.5 {
+		t.Errorf("scaled twice = scale %v, checkout %v, %v; want 0.25, 12.5", quarter.Scale, quarter.Classes["checkout"].Rate, err)
+	}
+	for _, f := range []float64{0, 0.01, 11, math.NaN()} {
+		if _, err := sc.Scaled(f); err == nil {
+			t.Errorf("Scaled(%v) succeeded, want an error", f)
 		}
 	}
 }

@@ -47,7 +47,7 @@ func scenarioLab(ctx context.Context, name string, args []string, getenv func(st
 	if err != nil {
 		return usageError{fmt.Errorf("lab: %w", err)}
 	}
-	fmt.Fprintf(stderr, "scenario %s: %s per mode, modes %v, %s\n", sc.Name, sc.Length(), sc.Modes, store)
+	fmt.Fprintf(stderr, "scenario %s: %s per mode, modes %v, %s%s\n", sc.Name, sc.Length(), sc.Modes, store, scaleNote(sc))
 	bar := newProgress(stderr)
 	res, err := lab.ScenarioApart(ctx, sc, slog.New(slog.DiscardHandler), lab.ScenarioRun{Progress: bar.update,
 		Generator: generatorApart(stderr, bar.update, validity), DatabaseURL: store.url, DBMaxConns: store.conns})
@@ -112,7 +112,7 @@ func runLoad(ctx context.Context, args []string, getenv func(string) string, std
 	if sc.UsesNetwork() {
 		shop.UseNetwork(*networkAdmin)
 	}
-	fmt.Fprintf(stderr, "scenario %s against %s: %s per mode, modes %v\n", sc.Name, shop.URL(), sc.Length(), sc.Modes)
+	fmt.Fprintf(stderr, "scenario %s against %s: %s per mode, modes %v%s\n", sc.Name, shop.URL(), sc.Length(), sc.Modes, scaleNote(sc))
 	bar := newProgress(stderr)
 	res, err := loadtest.RunScenario(ctx, sc, shop, loadtest.RunOptions{Progress: bar.update})
 	bar.finish()
@@ -202,6 +202,7 @@ type scenarioOptions struct {
 	quick  *bool
 	asJSON *bool
 	out    *string
+	scale  *float64
 }
 
 func scenarioFlags(fs *flag.FlagSet) scenarioOptions {
@@ -209,6 +210,7 @@ func scenarioFlags(fs *flag.FlagSet) scenarioOptions {
 		quick:  fs.Bool("quick", false, "shorten each phase to its quick: length, else to a fifth (see docs/loadtest.md)"),
 		asJSON: fs.Bool("json", false, "print the results JSON instead of the table"),
 		out:    fs.String("out", "lab-report", "folder for results.json and report.html"),
+		scale:  fs.Float64("scale", 1, fmt.Sprintf("multiply every rate of the scenario by this, %v to %v: its lesson on a machine that cannot hold its rates", loadtest.MinScale, loadtest.MaxScale)),
 	}
 }
 
@@ -220,7 +222,19 @@ func (o scenarioOptions) load(name string) (loadtest.Scenario, error) {
 	if *o.quick {
 		sc = sc.Quick()
 	}
+	if *o.scale != 1 {
+		return sc.Scaled(*o.scale)
+	}
 	return sc, nil
+}
+
+// scaleNote says, after a run's first line, what its rates were scaled
+// by; nothing for the scenario's own rates.
+func scaleNote(sc loadtest.Scenario) string {
+	if sc.Scale == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", every rate × %g (--scale)", sc.Scale)
 }
 
 // report writes the results: the folder's files, then the table or JSON.

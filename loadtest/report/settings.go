@@ -34,7 +34,11 @@ func settingsOf(s loadtest.RunSettings, modes []loadtest.ModeResult) []setting {
 			}
 			rates = append(rates, r)
 		}
-		out = append(out, setting{"traffic (open loop)", strings.Join(rates, ", ")})
+		traffic := strings.Join(rates, ", ")
+		if s.Scale != 0 {
+			traffic += fmt.Sprintf(" (the scenario's rates × %s, --scale)", num(s.Scale, 2))
+		}
+		out = append(out, setting{"traffic (open loop)", traffic})
 	}
 	if s.Checkouts != "" {
 		out = append(out, setting{"checkouts buy", s.Checkouts + " (popularity over the catalogue's products; docs/loadtest.md)"})
