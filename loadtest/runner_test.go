@@ -218,3 +218,19 @@ func TestRunIsHeldToItsValidity(t *testing.T) {
 		})
 	}
 }
+
+// Two equal readings of the late-work counter, summed in different
+// orders, differ by rounding residue; the run reports no late work.
+func TestLateWorkIgnoresRoundingResidue(t *testing.T) {
+	tenth, fifth := 0.1, 0.2 // variables: constants would add exactly
+	before, after := Counters{LateWorkSeconds: tenth + fifth}, Counters{LateWorkSeconds: 0.3}
+	if d := after.LateWorkSeconds - before.LateWorkSeconds; d == 0 {
+		t.Fatal("the readings differ by nothing: the test shows no residue")
+	}
+	if got := serverFigures(before, after, 1).LateWorkSeconds; got != 0 {
+		t.Errorf("late work = %g s between equal readings, want 0", got)
+	}
+	if got := serverFigures(Counters{}, Counters{LateWorkSeconds: 1.25}, 1).LateWorkSeconds; got != 1.25 {
+		t.Errorf("late work = %g s, want 1.25", got)
+	}
+}
