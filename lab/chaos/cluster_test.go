@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,14 +46,21 @@ var binDir string
 
 // freePort returns a loopback address free at the time of asking. Each
 // service keeps its ports across restarts, so the others find it again.
+// The port is drawn below Linux's ephemeral range (32768 and up), where
+// the kernel picks the ports of the outgoing connections other tests open
+// meanwhile: a port from ":0" was taken by one of them before the service
+// bound it ("address already in use", in a go test ./... run).
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(10_000+rand.IntN(22_000)))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port below the ephemeral range in 100 tries")
+	return ""
 }
 
 // service is one of the shop's processes.
