@@ -53,9 +53,9 @@ func Seed() []Product {
 // Like a database's row locks, each product has a lock of its own that a
 // reservation holds from the moment it takes the product's stock to its
 // commit: reservations of different products never wait for each other,
-// reservations of one product wait in line, and the wait ends early only
-// when the request's context does (mu, which guards the maps, is held for
-// no more than a map's update).
+// reservations of one product wait in line, for as long as the line's
+// patience allows (line.go) and the request's context lasts (mu, which
+// guards the maps, is held for no more than a map's update).
 type MemStore struct {
 	locks map[string]chan struct{} // a product's lock: a slot, by SKU; fixed at NewMemStore
 
@@ -166,13 +166,8 @@ func (s *MemStore) lock(ctx context.Context, skus []string) (unlock func(), err 
 			<-l
 		}
 	}
-	var patience <-chan time.Time
-	wait, bounded := linePatience(ctx)
-	if bounded {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		patience = t.C
-	}
+	var patience <-chan time.Time // set at the first wait, if ctx has a deadline
+	var wait time.Duration
 	for _, sku := range skus {
 		l := s.locks[sku]
 		select {
@@ -180,6 +175,14 @@ func (s *MemStore) lock(ctx context.Context, skus []string) (unlock func(), err 
 			held = append(held, l)
 			continue
 		default:
+		}
+		if patience == nil {
+			var bounded bool
+			if wait, bounded = linePatience(ctx); bounded {
+				t := time.NewTimer(wait)
+				defer t.Stop()
+				patience = t.C
+			}
 		}
 		select {
 		case l <- struct{}{}:
