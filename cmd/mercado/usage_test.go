@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"io"
 	"net"
 	"strings"
@@ -53,6 +54,12 @@ func TestBadUsageIsOneLine(t *testing.T) {
 			`mercado: lab: unknown lab "drill-76": did you mean drill76? (mercado lab --help lists them)`},
 		{"a scenario's name misspelt after lab scenario", []string{"lab", "scenario", "Payments_Flaky"}, nil,
 			`mercado: lab: unknown scenario "Payments_Flaky": did you mean payments-flaky? (mercado lab --help lists them)`},
+		{"mercado load with the scenario named twice", []string{"load", "--quick", "flash-sale", "--scenario", "drill76"}, nil,
+			`mercado: load: the scenario is named twice, flash-sale and --scenario drill76; give it once`},
+		{"mercado load with two scenarios", []string{"load", "--quick", "flash-sale", "drill76"}, nil,
+			`mercado: load: unexpected argument "drill76"`},
+		{"a scale out of bounds", []string{"lab", "drill76", "--scale", "20"}, nil,
+			`mercado: lab: scale 20 is outside 0.05 to 10`},
 		{"a name nothing is near", []string{"lab", "zebra"}, nil,
 			`mercado: lab: unknown lab "zebra" (mercado lab --help lists them)`},
 	} {
@@ -167,6 +174,23 @@ func TestHelpListsEveryLabAndItsOwnFlags(t *testing.T) {
 			if strings.Contains(flags, "  "+unwanted+" ") || strings.Contains(flags, "  "+unwanted+"\n") || strings.Contains(got, unwanted) && !strings.HasPrefix(unwanted, "-") {
 				t.Errorf("mercado lab %s --help lists %q, which it does not take:\n%s", tc.lab, unwanted, got)
 			}
+		}
+	}
+}
+
+// A command that takes one argument besides its flags finds it before the
+// flags, after them or between them, as compose's lab service passes it.
+func TestParseCommandArgFindsTheArgumentAnywhere(t *testing.T) {
+	for _, args := range [][]string{
+		{"flash-sale", "--quick", "--out", "r"},
+		{"--quick", "--out", "r", "flash-sale"},
+		{"--out", "r", "flash-sale", "--quick"},
+	} {
+		fs := flag.NewFlagSet("mercado load", flag.ContinueOnError)
+		quick, out := fs.Bool("quick", false, ""), fs.String("out", "", "")
+		arg, help, err := parseCommandArg(fs, args, func(string) string { return "" })
+		if arg != "flash-sale" || help || err != nil || !*quick || *out != "r" {
+			t.Errorf("%q: argument %q, help %v, err %v, --quick %v, --out %q; want flash-sale and both flags", args, arg, help, err, *quick, *out)
 		}
 	}
 }
