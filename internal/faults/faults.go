@@ -289,7 +289,7 @@ func (in *Injector) Spec(method string) Spec {
 	if s, ok := in.set[method]; ok {
 		return s
 	}
-	if namedOnly(method) {
+	if namedOnly[method] {
 		return Spec{}
 	}
 	return in.set[AllMethods]

@@ -13,27 +13,20 @@ import (
 // is recorded as in a request's Server-Timing. The gateway's own work is
 // "gateway" and orders' final write "finish", as in the 800 ms waterfall;
 // the others are named after whose work they are.
-var simulated = []struct {
-	service, method, hop string
-	// named: only a spec naming the method applies to it, never the
-	// service's AllMethods spec. The catalog's commit is its store's, not
-	// one of its calls: "every method slow" must not also make every
-	// reservation hold its products' locks longer.
-	named bool
-}{
-	{sim.ServiceGateway, sim.GatewayCheckout, "gateway", false},
-	{sim.ServiceOrders, sim.OrdersFinish, "finish", false},
-	{sim.ServiceCatalog, sim.CatalogListProducts, "catalog", false},
-	{sim.ServiceCatalog, sim.CatalogGetProduct, "catalog", false},
-	{sim.ServiceCatalog, sim.CatalogReserveStock, "catalog", false},
-	{sim.ServiceCatalog, sim.CatalogReleaseStock, "catalog", false},
-	{sim.ServiceCatalog, sim.CatalogExportCatalog, "catalog", false},
-	{sim.ServiceCatalog, sim.CatalogCommit, "catalog.commit", true},
-	{sim.ServicePayments, sim.PaymentsCreateCharge, "psp", false},
-	{sim.ServicePayments, sim.PaymentsScreenOrder, "screen", false},
-	{sim.ServicePayments, sim.PaymentsRecordAudit, "audit", false},
-	{sim.ServiceShipping, sim.ShippingCreateShipment, "carrier", false},
-	{sim.ServiceShipping, sim.ShippingEstimateDelivery, "carrier.estimate", false},
+var simulated = []struct{ service, method, hop string }{
+	{sim.ServiceGateway, sim.GatewayCheckout, "gateway"},
+	{sim.ServiceOrders, sim.OrdersFinish, "finish"},
+	{sim.ServiceCatalog, sim.CatalogListProducts, "catalog"},
+	{sim.ServiceCatalog, sim.CatalogGetProduct, "catalog"},
+	{sim.ServiceCatalog, sim.CatalogReserveStock, "catalog"},
+	{sim.ServiceCatalog, sim.CatalogReleaseStock, "catalog"},
+	{sim.ServiceCatalog, sim.CatalogExportCatalog, "catalog"},
+	{sim.ServiceCatalog, sim.CatalogCommit, "catalog.commit"},
+	{sim.ServicePayments, sim.PaymentsCreateCharge, "psp"},
+	{sim.ServicePayments, sim.PaymentsScreenOrder, "screen"},
+	{sim.ServicePayments, sim.PaymentsRecordAudit, "audit"},
+	{sim.ServiceShipping, sim.ShippingCreateShipment, "carrier"},
+	{sim.ServiceShipping, sim.ShippingEstimateDelivery, "carrier.estimate"},
 }
 
 // batchRPCs are the gRPC methods that do another's simulated work, by the
@@ -62,15 +55,11 @@ func Methods(service string) []string {
 	return out
 }
 
-// namedOnly reports a method that only a spec naming it applies to.
-func namedOnly(method string) bool {
-	for _, m := range simulated {
-		if m.method == method {
-			return m.named
-		}
-	}
-	return false
-}
+// namedOnly are the methods that only a spec naming them applies to,
+// never their service's AllMethods spec. The catalog's commit is its
+// store's, not one of its calls: "every method slow" must not also make
+// every reservation hold its products' locks longer.
+var namedOnly = map[string]bool{sim.CatalogCommit: true}
 
 // hopName is the hop method's work is recorded as: its own name for a
 // method none of the services simulate (a test's).
