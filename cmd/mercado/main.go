@@ -114,15 +114,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // already printed), and a usage error, one line naming the command and the
 // flag, for a bad flag or a stray argument.
 func parseCommand(fs *flag.FlagSet, args []string, getenv func(string) string) (help bool, err error) {
-	command := strings.TrimPrefix(fs.Name(), "mercado ")
-	if err := flagenv.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return true, nil
-		}
-		return false, usageError{fmt.Errorf("%s: %w", command, err)}
+	if help, err := parseFlags(fs, args, getenv); help || err != nil {
+		return help, err
 	}
 	if fs.NArg() > 0 {
-		return false, usagef("%s: unexpected argument %q", command, fs.Arg(0))
+		return false, usagef("%s: unexpected argument %q", commandName(fs), fs.Arg(0))
 	}
 	return false, nil
 }
@@ -134,27 +130,37 @@ func parseCommandArg(fs *flag.FlagSet, args []string, getenv func(string) string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		arg, args = args[0], args[1:]
 	}
-	command := strings.TrimPrefix(fs.Name(), "mercado ")
-	if err := flagenv.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", true, nil
-		}
-		return "", false, usageError{fmt.Errorf("%s: %w", command, err)}
+	if help, err := parseFlags(fs, args, getenv); help || err != nil {
+		return "", help, err
 	}
 	if fs.NArg() > 0 && arg == "" {
+		// The flags after it, read as the ones before were.
 		arg = fs.Arg(0)
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return "", true, nil
-			}
-			return "", false, usageError{fmt.Errorf("%s: %w", command, err)}
+		if help, err := parseFlags(fs, fs.Args()[1:], getenv); help || err != nil {
+			return "", help, err
 		}
 	}
 	if fs.NArg() > 0 {
-		return "", false, usagef("%s: unexpected argument %q", command, fs.Arg(0))
+		return "", false, usagef("%s: unexpected argument %q", commandName(fs), fs.Arg(0))
 	}
 	return arg, false, nil
 }
+
+// parseFlags reads args and the environment into fs (flagenv.Parse):
+// help is true when --help was asked for, and a mistake is a usage error
+// naming the command.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) (help bool, err error) {
+	if err := flagenv.Parse(fs, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, usageError{fmt.Errorf("%s: %w", commandName(fs), err)}
+	}
+	return false, nil
+}
+
+// commandName is fs's command as its messages name it: "load".
+func commandName(fs *flag.FlagSet) string { return strings.TrimPrefix(fs.Name(), "mercado ") }
 
 func buildVersion() string {
 	if version != "" {
