@@ -303,12 +303,12 @@ func queryInt(t *testing.T, url, sql string, args ...any) int64 {
 
 // unsettled counts what is still moving: orders not in a final state,
 // confirmed orders whose shipment is not booked, failed orders whose stock
-// the worker is still to give back, charges still pending.
+// the worker is still to give back. (The provider keeps answers only, so
+// no charge waits there.)
 const unsettledSQL = `SELECT
 	(SELECT count(*) FROM orders.orders WHERE status IN ('pending', 'payment_pending')) +
 	(SELECT count(*) FROM orders.orders WHERE status = 'failed' AND stock_held) +
-	(SELECT count(*) FROM orders.orders WHERE status = 'confirmed' AND shipment_status <> 'booked') +
-	(SELECT count(*) FROM payments.charges WHERE status = 'pending')`
+	(SELECT count(*) FROM orders.orders WHERE status = 'confirmed' AND shipment_status <> 'booked')`
 
 // waitSettled waits until nothing is unsettled, or within passes.
 func waitSettled(t *testing.T, url string, within time.Duration) string {
@@ -369,15 +369,15 @@ func checkInvariants(t *testing.T, url string, answers []answer, stockBefore int
 		AND NOT EXISTS (SELECT 1 FROM catalog.reservations r WHERE r.order_id = o.id AND NOT r.released)`)
 
 	// Charges equal paid orders, one to one; voided keys are no charges.
-	inv.captured = q(`SELECT count(*) FROM payments.charges WHERE status = 'succeeded' AND order_id <> ''`)
-	inv.voided = q(`SELECT count(*) FROM payments.charges WHERE status = 'failed'`)
-	mustZero("captured charges without their confirmed order", `SELECT count(*) FROM payments.charges c
+	inv.captured = q(`SELECT count(*) FROM psp.charges WHERE status = 'succeeded' AND order_id <> ''`)
+	inv.voided = q(`SELECT count(*) FROM psp.charges WHERE status = 'failed'`)
+	mustZero("captured charges without their confirmed order", `SELECT count(*) FROM psp.charges c
 		WHERE c.status = 'succeeded' AND c.order_id <> '' AND NOT EXISTS (SELECT 1 FROM orders.orders o
 		WHERE o.payment_key = c.payment_key AND o.status = 'confirmed' AND o.charge_id = c.id)`)
 	mustZero("confirmed orders without a captured charge", `SELECT count(*) FROM orders.orders o WHERE o.status = 'confirmed'
-		AND NOT EXISTS (SELECT 1 FROM payments.charges c WHERE c.payment_key = o.payment_key AND c.status = 'succeeded')`)
+		AND NOT EXISTS (SELECT 1 FROM psp.charges c WHERE c.payment_key = o.payment_key AND c.status = 'succeeded')`)
 	mustZero("failed orders with a captured charge", `SELECT count(*) FROM orders.orders o WHERE o.status = 'failed'
-		AND EXISTS (SELECT 1 FROM payments.charges c WHERE c.payment_key = o.payment_key AND c.status = 'succeeded')`)
+		AND EXISTS (SELECT 1 FROM psp.charges c WHERE c.payment_key = o.payment_key AND c.status = 'succeeded')`)
 	mustZero("checkouts (keys) with more than one confirmed order", `SELECT count(*) FROM (SELECT request_id FROM orders.orders
 		WHERE status = 'confirmed' GROUP BY request_id HAVING count(*) > 1) d`)
 	mustZero("shipments not of a confirmed order", `SELECT count(*) FROM shipping.shipments s

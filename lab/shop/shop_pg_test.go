@@ -313,7 +313,7 @@ func countRows(t *testing.T, databaseURL string) map[string]int64 {
 		"keys_open":        `SELECT count(*) FROM orders.idempotency_keys WHERE NOT completed`,
 		"reservations":     `SELECT count(*) FROM catalog.reservations WHERE NOT released`,
 		"stock_taken":      `SELECT 1000000 - stock FROM catalog.products WHERE sku = 'mug-stoneware'`,
-		"charges":          `SELECT count(*) FROM payments.charges WHERE status = 'succeeded'`,
+		"charges":          `SELECT count(*) FROM psp.charges WHERE status = 'succeeded'`,
 		"shipments":        `SELECT count(*) FROM shipping.shipments`,
 	} {
 		var n int64

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/mercado-lab/mercado/internal/apperr"
@@ -49,20 +48,15 @@ type Stats struct {
 	Duplicates int `json:"duplicates"`
 }
 
-// Store keeps charges, at most one per payment key.
+// Store is the payment provider's memory: one charge per payment key,
+// as the provider answered it.
 type Store interface {
-	// Claim stores c unless a charge with its payment key exists. It
-	// returns the stored charge and whether this call created it; the
-	// payment key's uniqueness is what makes a charge happen once.
-	Claim(ctx context.Context, c Charge) (stored Charge, created bool, err error)
-	// Settle gives the pending charge under key its final status. A charge
-	// already settled keeps the status it has.
-	Settle(ctx context.Context, key string, status Status) (Charge, error)
+	// Record stores c unless a charge under its payment key is stored,
+	// and returns the stored charge and whether it is c: the key's
+	// uniqueness is what makes a charge happen once.
+	Record(ctx context.Context, c Charge) (stored Charge, created bool, err error)
 	GetByKey(ctx context.Context, key string) (Charge, error)
 	Stats(ctx context.Context) (Stats, error)
-	// Pending returns up to limit (0: no limit) charges still pending
-	// that were created before before, oldest first.
-	Pending(ctx context.Context, before time.Time, limit int) ([]Charge, error)
 }
 
 // pspTimeout bounds the provider's own work on one charge (budgeted; a
@@ -71,23 +65,21 @@ const pspTimeout = 2 * time.Minute
 
 // Service is the payments use cases.
 type Service struct {
-	store    Store
+	provider *provider
+	// psp simulates the vendors' work: the provider's and the fraud
+	// screen's.
 	psp      sim.Simulator
 	settings *mode.Live
 	now      func() time.Time
-
-	// asking holds the payment keys this process is asking the provider
-	// about, so that ResendPending leaves them alone.
-	asking sync.Map
 }
 
-// NewService returns a Service over store, with psp simulating the
-// payment provider's work.
+// NewService returns a Service whose payment provider remembers its
+// answers in store, with psp simulating the provider's work.
 func NewService(store Store, psp sim.Simulator, settings *mode.Live) (*Service, error) {
 	if store == nil || psp == nil || settings == nil {
 		return nil, fmt.Errorf("payments: store, psp and settings are required")
 	}
-	return &Service{store: store, psp: psp, settings: settings, now: time.Now}, nil
+	return &Service{provider: newProvider(psp, store), psp: psp, settings: settings, now: time.Now}, nil
 }
 
 // Limits on a charge request: the length of a payment key or request id
@@ -129,28 +121,21 @@ func checkKey(key string) error {
 	return nil
 }
 
-// CreateCharge charges c.AmountCents under c.PaymentKey, once. The key is
-// claimed first, so a second attempt — a retry, a duplicate, a
-// reconciliation — gets the first charge back, whatever its status, and
-// the provider is asked at most once per key.
+// CreateCharge charges c.AmountCents under c.PaymentKey, once: the
+// provider answers a key it has answered before — a retry, a duplicate,
+// a reconciliation — with its first answer, whatever it was.
 //
 // Once sent, the charge is the provider's: it completes however long the
 // provider takes. In budgeted mode the caller stops waiting when its budget
-// ends and gets DeadlineExceeded, while the charge stays pending until the
-// provider answers — a timeout does not prove nothing was charged. In naive
-// mode the caller waits as long as the provider takes.
+// ends and gets DeadlineExceeded, while the provider goes on — a timeout
+// does not prove nothing was charged. In naive mode the caller waits as
+// long as the provider takes.
 func (s *Service) CreateCharge(ctx context.Context, c Charge) (Charge, error) {
 	if err := validate(c); err != nil {
 		return Charge{}, err
 	}
-	c.Status, c.CreatedAt = StatusPending, s.now()
-	stored, created, err := s.store.Claim(ctx, c)
-	if err != nil || !created {
-		return stored, err
-	}
 	done := make(chan result, 1)
-	s.asking.Store(stored.PaymentKey, true)
-	go s.charge(context.WithoutCancel(ctx), stored, done)
+	go s.charge(context.WithoutCancel(ctx), c, done)
 	if !s.settings.For(ctx).Mechanisms.HonourCancel {
 		r := <-done
 		return r.charge, r.err
@@ -168,47 +153,38 @@ type result struct {
 	err    error
 }
 
-// charge asks the provider and records its answer. ctx is detached from
-// the request (the charge is the provider's once sent), so the caller
-// leaving never cuts the provider's wait short; pspTimeout bounds it when
-// the mode honours cancellation.
+// charge asks the provider. ctx is detached from the request (the charge
+// is the provider's once sent), so the caller leaving never cuts the
+// provider's work short; pspTimeout bounds it when the mode honours
+// cancellation.
 func (s *Service) charge(ctx context.Context, c Charge, done chan<- result) {
-	defer s.asking.Delete(c.PaymentKey)
 	ctx, cancel := context.WithTimeout(ctx, pspTimeout)
 	defer cancel()
-	status := StatusSucceeded
-	werr := s.psp.Work(ctx, sim.PaymentsCreateCharge)
-	if werr != nil {
-		status = StatusFailed
+	stored, err := s.provider.charge(ctx, c)
+	if errors.Is(err, sim.ErrInjected) {
+		err = apperr.Wrap(apperr.Unavailable, err, "payment provider unavailable; nothing was charged")
 	}
-	settled, err := s.store.Settle(ctx, c.PaymentKey, status)
-	switch {
-	case err != nil:
-		done <- result{err: err}
-	case errors.Is(werr, sim.ErrInjected):
-		done <- result{charge: settled, err: apperr.Wrap(apperr.Unavailable, werr, "payment provider unavailable; nothing was charged")}
-	default:
-		done <- result{charge: settled, err: werr}
-	}
+	done <- result{charge: stored, err: err}
 }
 
-// GetCharge returns the charge made under paymentKey.
+// GetCharge returns the charge made under paymentKey, as the provider
+// tells it: pending while it has not answered.
 func (s *Service) GetCharge(ctx context.Context, paymentKey string) (Charge, error) {
 	if err := checkKey(paymentKey); err != nil {
 		return Charge{}, err
 	}
-	return s.store.GetByKey(ctx, paymentKey)
+	return s.provider.lookup(ctx, paymentKey)
 }
 
 // VoidCharge makes sure nothing will ever be charged under paymentKey: a
-// key never claimed is stored as failed; a claimed one is returned as it is.
+// key the provider never had is remembered as failed; one it had is
+// returned as it is.
 func (s *Service) VoidCharge(ctx context.Context, paymentKey string) (Charge, error) {
 	if err := checkKey(paymentKey); err != nil {
 		return Charge{}, err
 	}
-	stored, _, err := s.store.Claim(ctx, Charge{PaymentKey: paymentKey, Status: StatusFailed, CreatedAt: s.now()})
-	return stored, err
+	return s.provider.void(ctx, paymentKey)
 }
 
 // Stats counts the charges.
-func (s *Service) Stats(ctx context.Context) (Stats, error) { return s.store.Stats(ctx) }
+func (s *Service) Stats(ctx context.Context) (Stats, error) { return s.provider.store.Stats(ctx) }

@@ -42,39 +42,36 @@ func newServiceWith(t *testing.T, store payments.Store, m mode.Mode, psp faults.
 	return svc
 }
 
-// countingStore is a store that counts the charges it created and the
-// provider's answers it recorded: the service settles a charge once per
-// call to the provider, so settled is the number of provider calls.
+// countingStore is a provider's store that counts the charges it
+// created and the answers the provider recorded: the provider records
+// each answer once it has worked on a charge (a void is no answer: it has
+// no order), so answered is the number of times it worked.
 type countingStore struct {
 	payments.Store
-	mu      sync.Mutex
-	created int
-	settled int
+	mu       sync.Mutex
+	created  int
+	answered int
 }
 
 var _ payments.Store = (*countingStore)(nil)
 
-func (s *countingStore) Claim(ctx context.Context, c payments.Charge) (payments.Charge, bool, error) {
-	stored, created, err := s.Store.Claim(ctx, c)
+func (s *countingStore) Record(ctx context.Context, c payments.Charge) (payments.Charge, bool, error) {
+	stored, created, err := s.Store.Record(ctx, c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if created {
-		s.mu.Lock()
 		s.created++
-		s.mu.Unlock()
+	}
+	if c.OrderID != "" {
+		s.answered++
 	}
 	return stored, created, err
 }
 
-func (s *countingStore) Settle(ctx context.Context, key string, status payments.Status) (payments.Charge, error) {
-	s.mu.Lock()
-	s.settled++
-	s.mu.Unlock()
-	return s.Store.Settle(ctx, key, status)
-}
-
-func (s *countingStore) counts() (created, settled int) {
+func (s *countingStore) counts() (created, answered int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.created, s.settled
+	return s.created, s.answered
 }
 
 func newCountingStore() *countingStore { return &countingStore{Store: payments.NewMemStore()} }
@@ -184,8 +181,8 @@ func TestCreateChargeSameKey(t *testing.T) {
 }
 
 // Fifty attempts under one key at once — retries from every layer landing
-// together — reach the provider once. The first claims the key and waits
-// for the provider; the others get that charge back at once, pending.
+// together — reach the provider once. The first waits for the provider;
+// the others wait for its answer and get it too.
 func TestCreateChargeConcurrentSameKey(t *testing.T) {
 	const callers = 50
 	for _, m := range []mode.Mode{mode.Budgeted, mode.Naive} {
@@ -210,25 +207,18 @@ func TestCreateChargeConcurrentSameKey(t *testing.T) {
 				wg.Wait()
 				synctest.Wait()
 
-				if created, settled := store.counts(); created != 1 || settled != 1 {
-					t.Errorf("%d callers: %d charges created, %d provider calls; want 1 and 1", callers, created, settled)
+				if created, answered := store.counts(); created != 1 || answered != 1 {
+					t.Errorf("%d callers: %d charges created, %d provider answers; want 1 and 1", callers, created, answered)
 				}
-				byStatus := map[payments.Status]int{}
 				for i, a := range answers {
 					if a.err != nil {
 						t.Errorf("caller %d: %v", i, a.err)
 						continue
 					}
-					if a.c.ID != answers[0].c.ID {
-						t.Errorf("caller %d got charge %q, caller 0 %q: want one charge", i, a.c.ID, answers[0].c.ID)
+					if a.c.ID != answers[0].c.ID || a.c.Status != payments.StatusSucceeded || a.took != pspLatency {
+						t.Errorf("caller %d got charge %q %s after %v, caller 0 %q: want one charge, succeeded after the provider's %v",
+							i, a.c.ID, a.c.Status, a.took, answers[0].c.ID, pspLatency)
 					}
-					byStatus[a.c.Status]++
-					if a.c.Status == payments.StatusPending && a.took != 0 {
-						t.Errorf("caller %d waited %v for a charge another caller is making", i, a.took)
-					}
-				}
-				if byStatus[payments.StatusSucceeded] != 1 || byStatus[payments.StatusPending] != callers-1 {
-					t.Errorf("statuses %v, want the provider's answer once and %d pending", byStatus, callers-1)
 				}
 				if got := statusOf(t, store, "pay_ord_1"); got != payments.StatusSucceeded {
 					t.Errorf("stored status %q, want succeeded", got)
@@ -286,7 +276,7 @@ func TestCreateChargeValidation(t *testing.T) {
 // provider's, in both modes. Budgeted mode stops waiting when the caller's
 // budget ends and answers DeadlineExceeded — the charge pending, not
 // "nothing charged" — and the charge succeeds later; a retry meanwhile
-// gets the pending charge and does not charge again. Naive mode waits the
+// waits for that answer and does not charge again. Naive mode waits the
 // PSP out.
 func TestCreateChargeSlowPSP(t *testing.T) {
 	const budget = 300 * time.Millisecond
@@ -323,22 +313,20 @@ func TestCreateChargeSlowPSP(t *testing.T) {
 				if !errors.Is(err, context.DeadlineExceeded) || apperr.GRPCCode(err) != codes.DeadlineExceeded {
 					t.Errorf("timeout error %v: want DeadlineExceeded wrapping the context's cause", err)
 				}
-				if got := statusOf(t, store, "pay_ord_1"); got != payments.StatusPending {
-					t.Errorf("stored status when the caller gave up = %q, want pending", got)
+				if got, err := svc.GetCharge(context.Background(), "pay_ord_1"); err != nil || got.Status != payments.StatusPending {
+					t.Errorf("GetCharge when the caller gave up = %+v, %v; want pending", got, err)
 				}
 				retryStart := time.Now()
 				retry, err := svc.CreateCharge(context.Background(), charge("pay_ord_1"))
-				if err != nil || retry.Status != payments.StatusPending || time.Since(retryStart) != 0 {
-					t.Errorf("retry while pending = %+v, %v after %v; want the pending charge at once", retry, err, time.Since(retryStart))
+				if took := time.Since(retryStart); err != nil || retry.Status != payments.StatusSucceeded || took != pspLatency-budget {
+					t.Errorf("retry while pending = %+v, %v after %v; want the charge succeeded when the provider answers, after %v",
+						retry, err, took, pspLatency-budget)
 				}
-
-				time.Sleep(pspLatency - budget)
-				synctest.Wait()
 				if got := statusOf(t, store, "pay_ord_1"); got != payments.StatusSucceeded {
-					t.Errorf("stored status after the provider answered = %q, want succeeded", got)
+					t.Errorf("the provider's status after it answered = %q, want succeeded", got)
 				}
-				if created, settled := store.counts(); created != 1 || settled != 1 {
-					t.Errorf("%d charges created, %d provider calls; want 1 and 1", created, settled)
+				if created, answered := store.counts(); created != 1 || answered != 1 {
+					t.Errorf("%d charges created, %d provider answers; want 1 and 1", created, answered)
 				}
 			})
 		})
@@ -364,17 +352,17 @@ func TestCreateChargeProviderFails(t *testing.T) {
 		if err != nil || again.Status != payments.StatusFailed || again.ID != c.ID || time.Since(start) != 0 {
 			t.Errorf("retry = %+v, %v; want the failed charge at once", again, err)
 		}
-		if _, settled := store.counts(); settled != 1 {
-			t.Errorf("%d provider calls, want 1", settled)
+		if _, answered := store.counts(); answered != 1 {
+			t.Errorf("%d provider answers, want 1", answered)
 		}
 	})
 }
 
-// VoidCharge makes sure nothing will be charged under a key: a key payments
-// never saw is stored failed, and a charge attempt arriving later (a retry
-// still on its way when the reconciler gave up) gets that failed charge and
-// never reaches the provider. A key already claimed is returned as it is:
-// a charge at the provider cannot be called back.
+// VoidCharge makes sure nothing will be charged under a key: a key the
+// provider never had is remembered failed, and a charge attempt arriving
+// later (a retry still on its way when the reconciler gave up) gets that
+// failed charge and is not worked on. A key the provider has is returned
+// as it is: a charge at the provider cannot be called back.
 func TestVoidCharge(t *testing.T) {
 	t.Run("unknown key", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -393,8 +381,8 @@ func TestVoidCharge(t *testing.T) {
 			if took := time.Since(start); took != 0 {
 				t.Errorf("CreateCharge after the void took %v: it reached the provider", took)
 			}
-			if _, settled := store.counts(); settled != 0 {
-				t.Errorf("%d provider calls, want none", settled)
+			if _, answered := store.counts(); answered != 0 {
+				t.Errorf("%d provider answers, want none", answered)
 			}
 			again, err := svc.VoidCharge(ctx, "pay_ord_1")
 			if err != nil || again != v {
@@ -465,96 +453,37 @@ func TestGetCharge(t *testing.T) {
 	}
 }
 
-// Stats counts successful charges per logical checkout (request ID): the
-// ones beyond the first are the duplicates the lab shows.
-func TestStats(t *testing.T) {
-	ctx := context.Background()
-	s := payments.NewMemStore()
-	for _, c := range []struct {
-		key, request string
-		status       payments.Status
-	}{
-		{"pay_a", "req-1", payments.StatusSucceeded},
-		{"pay_b", "req-1", payments.StatusSucceeded}, // a retried checkout charged again
-		{"pay_c", "req-1", payments.StatusSucceeded}, // and again
-		{"pay_d", "req-2", payments.StatusSucceeded},
-		{"pay_e", "req-2", payments.StatusFailed},  // failed: no money taken
-		{"pay_f", "req-3", payments.StatusPending}, // not yet taken
-		{"pay_g", "", payments.StatusSucceeded},    // no request ID: a charge, never a duplicate
-	} {
-		if _, _, err := s.Claim(ctx, payments.Charge{PaymentKey: c.key, OrderID: "ord_" + c.key, AmountCents: 100, RequestID: c.request, Status: payments.StatusPending}); err != nil {
-			t.Fatal(err)
+// The provider remembers each key's answer in its store, not in payments'
+// process: a payments process started afresh on the same store — after a
+// crash, or another replica — answers a key the provider has answered
+// with that answer, even when the provider would decline it now, and
+// charges nothing again; asked by key, it tells the answer too.
+func TestProviderRemembersAcrossProcesses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := newCountingStore()
+		first, err := newService(t, store, mode.Budgeted).CreateCharge(ctx, charge("pay_ord_1"))
+		if err != nil || first.Status != payments.StatusSucceeded {
+			t.Fatalf("first charge = %+v, %v", first, err)
 		}
-		if c.status != payments.StatusPending {
-			if _, err := s.Settle(ctx, c.key, c.status); err != nil {
-				t.Fatal(err)
-			}
+
+		declining := faults.Set{"CreateCharge": {Latency: pspLatency, ErrorRate: 1}}
+		restarted := newServiceWith(t, store, mode.Budgeted, declining)
+		if got, err := restarted.GetCharge(ctx, "pay_ord_1"); err != nil || got != first {
+			t.Errorf("GetCharge after a restart = %+v, %v; want %+v", got, err, first)
 		}
-	}
-	// A voided key is no charge at all.
-	if _, _, err := s.Claim(ctx, payments.Charge{PaymentKey: "pay_void", Status: payments.StatusFailed}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := payments.Stats{Charges: 7, Succeeded: 5, RequestIDs: 2, Duplicates: 2}
-	if got != want {
-		t.Errorf("Stats = %+v, want %+v", got, want)
-	}
-}
-
-// Run with -race: concurrent claims under one key store one charge.
-func TestMemStoreClaimConcurrent(t *testing.T) {
-	s := payments.NewMemStore()
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		ids     = map[string]bool{}
-		created int
-	)
-	for range 20 {
-		wg.Go(func() {
-			c, isNew, err := s.Claim(context.Background(), charge("pay_ord_1"))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			ids[c.ID] = true
-			if isNew {
-				created++
-			}
-		})
-	}
-	wg.Wait()
-	if created != 1 || len(ids) != 1 {
-		t.Errorf("20 concurrent claims under one key: %d created, %d distinct IDs; want 1 and 1", created, len(ids))
-	}
-}
-
-// Settle gives a pending charge its outcome once; a settled charge keeps
-// the status it has.
-func TestMemStoreSettle(t *testing.T) {
-	ctx := context.Background()
-	s := payments.NewMemStore()
-	c := charge("pay_ord_1")
-	c.Status = payments.StatusPending
-	if _, _, err := s.Claim(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.Settle(ctx, "pay_ord_1", payments.StatusSucceeded); err != nil || got.Status != payments.StatusSucceeded {
-		t.Errorf("Settle = %+v, %v; want succeeded", got, err)
-	}
-	if got, err := s.Settle(ctx, "pay_ord_1", payments.StatusFailed); err != nil || got.Status != payments.StatusSucceeded {
-		t.Errorf("second Settle = %+v, %v; want it still succeeded", got, err)
-	}
-	if _, err := s.Settle(ctx, "pay_nope", payments.StatusSucceeded); codeOf(err) != apperr.NotFound {
-		t.Errorf("Settle of an unknown key = %v, want NotFound", err)
-	}
-	if _, err := s.GetByKey(ctx, "pay_nope"); codeOf(err) != apperr.NotFound {
-		t.Errorf("GetByKey of an unknown key = %v, want NotFound", err)
-	}
+		again, err := newServiceWith(t, store, mode.Budgeted, declining).CreateCharge(ctx, charge("pay_ord_1"))
+		if err != nil || again != first {
+			t.Errorf("the key charged again after a restart = %+v, %v; want the first answer %+v", again, err, first)
+		}
+		if st, _ := restarted.Stats(ctx); st.Succeeded != 1 || st.Duplicates != 0 {
+			t.Errorf("Stats = %+v; want one charge", st)
+		}
+		if created, _ := store.counts(); created != 1 {
+			t.Errorf("%d charges created, want 1", created)
+		}
+		if _, err := restarted.GetCharge(ctx, "pay_ord_2"); codeOf(err) != apperr.NotFound {
+			t.Errorf("GetCharge of a key the provider never had = %v, want NotFound", err)
+		}
+	})
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,8 +18,13 @@ import (
 	"github.com/mercado-lab/mercado/internal/postgres"
 )
 
-// Schema is the PostgreSQL schema that holds the payments' tables.
-const Schema = "payments"
+// Schema is the PostgreSQL schema that holds the payments' tables: the
+// audit trail. The provider's charges are in ProviderSchema, as a real
+// provider's are in its own system.
+const (
+	Schema         = "payments"
+	ProviderSchema = "psp"
+)
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -54,13 +58,13 @@ func scanCharge(row pgx.Row) (Charge, error) {
 	return c, err
 }
 
-// Claim implements Store. The insert either stores c or, when the key is
-// taken, does nothing and returns no row; only then is the stored charge
-// read. Two claims of one key at once: the second insert waits for the
-// first to commit, then does nothing.
-func (s *PGStore) Claim(ctx context.Context, c Charge) (Charge, bool, error) {
+// Record implements Store. The insert either stores c or, when the key
+// is taken, does nothing and returns no row; only then is the stored
+// charge read. Two records of one key at once: the second insert waits
+// for the first to commit, then does nothing.
+func (s *PGStore) Record(ctx context.Context, c Charge) (Charge, bool, error) {
 	stored, err := scanCharge(s.pool.QueryRow(ctx, `
-		INSERT INTO payments.charges (payment_key, order_id, customer, amount_cents, request_id, status, created_at)
+		INSERT INTO psp.charges (payment_key, order_id, customer, amount_cents, request_id, status, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (payment_key) DO NOTHING
 		RETURNING `+chargeColumns,
@@ -69,31 +73,16 @@ func (s *PGStore) Claim(ctx context.Context, c Charge) (Charge, bool, error) {
 	case err == nil:
 		return stored, true, nil
 	case !postgres.NoRows(err):
-		return Charge{}, false, postgres.Error(err, "claiming a payment key")
+		return Charge{}, false, postgres.Error(err, "recording a charge")
 	}
 	// Charges are never deleted, so the row that won is there to read.
 	stored, err = s.GetByKey(ctx, c.PaymentKey)
 	return stored, false, err
 }
 
-// Settle implements Store: only a pending charge changes.
-func (s *PGStore) Settle(ctx context.Context, key string, status Status) (Charge, error) {
-	c, err := scanCharge(s.pool.QueryRow(ctx, `
-		UPDATE payments.charges SET status = $2
-		WHERE payment_key = $1 AND status = 'pending'
-		RETURNING `+chargeColumns, key, status))
-	switch {
-	case err == nil:
-		return c, nil
-	case !postgres.NoRows(err):
-		return Charge{}, postgres.Error(err, "settling a charge")
-	}
-	return s.GetByKey(ctx, key) // settled already, or unknown
-}
-
 // GetByKey implements Store.
 func (s *PGStore) GetByKey(ctx context.Context, key string) (Charge, error) {
-	c, err := scanCharge(s.pool.QueryRow(ctx, `SELECT `+chargeColumns+` FROM payments.charges WHERE payment_key = $1`, key))
+	c, err := scanCharge(s.pool.QueryRow(ctx, `SELECT `+chargeColumns+` FROM psp.charges WHERE payment_key = $1`, key))
 	switch {
 	case postgres.NoRows(err):
 		return Charge{}, apperr.New(apperr.NotFound, "no charge under payment key %q", key)
@@ -108,13 +97,13 @@ func (s *PGStore) Stats(ctx context.Context) (Stats, error) {
 	var st Stats
 	err := s.pool.QueryRow(ctx, `
 		WITH per_request AS (
-			SELECT count(*) AS n FROM payments.charges
+			SELECT count(*) AS n FROM psp.charges
 			WHERE order_id <> '' AND status = 'succeeded' AND request_id <> ''
 			GROUP BY request_id
 		)
 		SELECT
-			(SELECT count(*) FROM payments.charges WHERE order_id <> ''),
-			(SELECT count(*) FROM payments.charges WHERE order_id <> '' AND status = 'succeeded'),
+			(SELECT count(*) FROM psp.charges WHERE order_id <> ''),
+			(SELECT count(*) FROM psp.charges WHERE order_id <> '' AND status = 'succeeded'),
 			(SELECT count(*) FROM per_request),
 			(SELECT coalesce(sum(n - 1), 0) FROM per_request)`).
 		Scan(&st.Charges, &st.Succeeded, &st.RequestIDs, &st.Duplicates)
@@ -122,20 +111,4 @@ func (s *PGStore) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, postgres.Error(err, "counting charges")
 	}
 	return st, nil
-}
-
-// Pending implements Store.
-func (s *PGStore) Pending(ctx context.Context, before time.Time, limit int) ([]Charge, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+chargeColumns+` FROM payments.charges
-		WHERE status = 'pending' AND created_at < $1
-		ORDER BY created_at LIMIT NULLIF($2, 0)`, before, limit)
-	if err != nil {
-		return nil, postgres.Error(err, "listing pending charges")
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Charge, error) { return scanCharge(r) })
-	if err != nil {
-		return nil, postgres.Error(err, "listing pending charges")
-	}
-	return out, nil
 }

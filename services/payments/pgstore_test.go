@@ -47,8 +47,8 @@ func TestMigrateConcurrentlyThenAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, created, err := s.Claim(ctx, storeCharge("pay_1", "req_1")); err != nil || !created {
-		t.Errorf("Claim after migrating = %v, %v", created, err)
+	if _, created, err := s.Record(ctx, storeCharge("pay_1", "req_1")); err != nil || !created {
+		t.Errorf("Record after migrating = %v, %v", created, err)
 	}
 }
 

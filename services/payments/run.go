@@ -43,6 +43,5 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*serve.Process, e
 		kit.Close()
 		return nil, err
 	}
-	kit.RunWorkers(ctx, func(ctx context.Context) { svc.RunWorkers(ctx, kit.Log) })
 	return serve.StartGRPC(ctx, kit, func(s *grpc.Server) { paymentsv1.RegisterPaymentsServiceServer(s, grpcServer{svc: svc, audit: audit}) })
 }

@@ -3,7 +3,6 @@ package payments_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -24,12 +23,9 @@ func testStore(t *testing.T, newStore newStoreFunc) {
 		name string
 		test func(*testing.T, newStoreFunc)
 	}{
-		{"ClaimAndGet", contractClaimAndGet},
-		{"Settle", contractSettle},
+		{"RecordAndGet", contractRecordAndGet},
 		{"Stats", contractStats},
-		{"Pending", contractPending},
-		{"ClaimConcurrent", contractClaimConcurrent},
-		{"SettleConcurrent", contractSettleConcurrent},
+		{"RecordConcurrent", contractRecordConcurrent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -38,12 +34,12 @@ func testStore(t *testing.T, newStore newStoreFunc) {
 	}
 }
 
-// storeCharge is a pending charge under key. Its time has microseconds,
+// storeCharge is a succeeded charge under key. Its time has microseconds,
 // what PostgreSQL keeps.
 func storeCharge(key, requestID string) payments.Charge {
 	return payments.Charge{
 		PaymentKey: key, OrderID: "ord_" + key, Customer: "ana", AmountCents: 2500, RequestID: requestID,
-		Status: payments.StatusPending, CreatedAt: time.Now().Truncate(time.Microsecond),
+		Status: payments.StatusSucceeded, CreatedAt: time.Now().Truncate(time.Microsecond),
 	}
 }
 
@@ -62,28 +58,28 @@ func storeCode(err error) apperr.Code {
 	return ""
 }
 
-func contractClaimAndGet(t *testing.T, newStore newStoreFunc) {
+func contractRecordAndGet(t *testing.T, newStore newStoreFunc) {
 	ctx := context.Background()
 	s := newStore(t)
 	c := storeCharge("pay_1", "req_1")
-	first, created, err := s.Claim(ctx, c)
+	first, created, err := s.Record(ctx, c)
 	if err != nil || !created {
-		t.Fatalf("Claim = %+v, %v, %v; want created", first, created, err)
+		t.Fatalf("Record = %+v, %v, %v; want created", first, created, err)
 	}
 	if first.ID == "" {
-		t.Error("the claimed charge has no ID")
+		t.Error("the recorded charge has no ID")
 	}
 	c.ID = first.ID
 	if !sameCharge(first, c) {
-		t.Errorf("Claim stored %+v, want %+v", first, c)
+		t.Errorf("Record stored %+v, want %+v", first, c)
 	}
 
-	// The key is taken: a second claim, whatever it says, gets the first.
+	// The key is taken: a second record, whatever it says, gets the first.
 	other := storeCharge("pay_1", "req_2")
-	other.AmountCents = 99
-	again, created, err := s.Claim(ctx, other)
+	other.AmountCents, other.Status = 99, payments.StatusFailed
+	again, created, err := s.Record(ctx, other)
 	if err != nil || created || !sameCharge(again, first) {
-		t.Errorf("second Claim = %+v, %v, %v; want the first charge, not created", again, created, err)
+		t.Errorf("second Record = %+v, %v, %v; want the first charge, not created", again, created, err)
 	}
 	got, err := s.GetByKey(ctx, "pay_1")
 	if err != nil || !sameCharge(got, first) {
@@ -92,32 +88,9 @@ func contractClaimAndGet(t *testing.T, newStore newStoreFunc) {
 	if _, err := s.GetByKey(ctx, "pay_nope"); storeCode(err) != apperr.NotFound {
 		t.Errorf("GetByKey(unknown) error = %v, want NotFound", err)
 	}
-	second, created, err := s.Claim(ctx, storeCharge("pay_2", "req_2"))
+	second, created, err := s.Record(ctx, storeCharge("pay_2", "req_2"))
 	if err != nil || !created || second.ID == first.ID {
-		t.Errorf("Claim of another key = %+v, %v, %v; want a new charge with its own ID", second, created, err)
-	}
-}
-
-func contractSettle(t *testing.T, newStore newStoreFunc) {
-	ctx := context.Background()
-	s := newStore(t)
-	if _, _, err := s.Claim(ctx, storeCharge("pay_1", "req_1")); err != nil {
-		t.Fatal(err)
-	}
-	settled, err := s.Settle(ctx, "pay_1", payments.StatusSucceeded)
-	if err != nil || settled.Status != payments.StatusSucceeded || settled.PaymentKey != "pay_1" {
-		t.Fatalf("Settle = %+v, %v; want succeeded", settled, err)
-	}
-	// Settled once: a later answer changes nothing.
-	again, err := s.Settle(ctx, "pay_1", payments.StatusFailed)
-	if err != nil || again.Status != payments.StatusSucceeded {
-		t.Errorf("Settle of a settled charge = %+v, %v; want it still succeeded", again, err)
-	}
-	if got, _ := s.GetByKey(ctx, "pay_1"); got.Status != payments.StatusSucceeded {
-		t.Errorf("stored status = %q, want succeeded", got.Status)
-	}
-	if _, err := s.Settle(ctx, "pay_nope", payments.StatusFailed); storeCode(err) != apperr.NotFound {
-		t.Errorf("Settle(unknown) error = %v, want NotFound", err)
+		t.Errorf("Record of another key = %+v, %v, %v; want a new charge with its own ID", second, created, err)
 	}
 }
 
@@ -127,103 +100,55 @@ func contractStats(t *testing.T, newStore newStoreFunc) {
 	if st, err := s.Stats(ctx); err != nil || st != (payments.Stats{}) {
 		t.Fatalf("Stats of an empty store = %+v, %v", st, err)
 	}
-	claim := func(c payments.Charge, status payments.Status) {
+	record := func(c payments.Charge, status payments.Status) {
 		t.Helper()
-		if _, _, err := s.Claim(ctx, c); err != nil {
+		c.Status = status
+		if _, _, err := s.Record(ctx, c); err != nil {
 			t.Fatal(err)
 		}
-		if status != payments.StatusPending {
-			if _, err := s.Settle(ctx, c.PaymentKey, status); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
-	claim(storeCharge("k1", "req_a"), payments.StatusSucceeded)
-	claim(storeCharge("k2", "req_a"), payments.StatusSucceeded) // a duplicate charge of checkout a
-	claim(storeCharge("k3", "req_a"), payments.StatusSucceeded) // and another
-	claim(storeCharge("k4", "req_b"), payments.StatusSucceeded)
-	claim(storeCharge("k5", "req_c"), payments.StatusFailed)
-	claim(storeCharge("k6", "req_d"), payments.StatusPending)
+	record(storeCharge("k1", "req_a"), payments.StatusSucceeded)
+	record(storeCharge("k2", "req_a"), payments.StatusSucceeded) // a duplicate charge of checkout a
+	record(storeCharge("k3", "req_a"), payments.StatusSucceeded) // and another
+	record(storeCharge("k4", "req_b"), payments.StatusSucceeded)
+	record(storeCharge("k5", "req_c"), payments.StatusFailed)
 	// No request id: counted, never a duplicate.
-	claim(storeCharge("k7", ""), payments.StatusSucceeded)
+	record(storeCharge("k7", ""), payments.StatusSucceeded)
 	// A key voided before any charge: not a charge.
-	claim(payments.Charge{PaymentKey: "k8", Status: payments.StatusFailed, CreatedAt: time.Now()}, payments.StatusFailed)
-	want := payments.Stats{Charges: 7, Succeeded: 5, RequestIDs: 2, Duplicates: 2}
+	record(payments.Charge{PaymentKey: "k8", CreatedAt: time.Now()}, payments.StatusFailed)
+	want := payments.Stats{Charges: 6, Succeeded: 5, RequestIDs: 2, Duplicates: 2}
 	if st, err := s.Stats(ctx); err != nil || st != want {
 		t.Errorf("Stats = %+v, %v; want %+v", st, err, want)
 	}
 }
 
-// Pending lists the charges still pending that were created before a
-// time, oldest first, at most limit of them; a settled charge leaves it.
-func contractPending(t *testing.T, newStore newStoreFunc) {
-	ctx := context.Background()
-	s := newStore(t)
-	base := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
-	for i, key := range []string{"old-2", "old-1", "settled", "young"} {
-		c := storeCharge(key, "req_"+key)
-		c.CreatedAt = base.Add(time.Duration(i) * time.Second)
-		if key == "old-1" {
-			c.CreatedAt = base.Add(-time.Second)
-		}
-		if key == "young" {
-			c.CreatedAt = time.Now()
-		}
-		if _, _, err := s.Claim(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.Settle(ctx, "settled", payments.StatusSucceeded); err != nil {
-		t.Fatal(err)
-	}
-	keys := func(limit int) []string {
-		t.Helper()
-		got, err := s.Pending(ctx, base.Add(30*time.Second), limit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, c := range got {
-			out = append(out, c.PaymentKey)
-		}
-		return out
-	}
-	if got := keys(0); !slices.Equal(got, []string{"old-1", "old-2"}) {
-		t.Errorf("Pending = %v, want old-1, old-2", got)
-	}
-	if got := keys(1); !slices.Equal(got, []string{"old-1"}) {
-		t.Errorf("Pending with limit 1 = %v, want old-1", got)
-	}
-	if _, err := s.Settle(ctx, "old-1", payments.StatusFailed); err != nil {
-		t.Fatal(err)
-	}
-	if got := keys(0); !slices.Equal(got, []string{"old-2"}) {
-		t.Errorf("Pending after settling old-1 = %v, want old-2", got)
-	}
-}
-
-// 50 claims of one key at once: exactly one creates the charge, and every
-// one gets that charge back.
-func contractClaimConcurrent(t *testing.T, newStore newStoreFunc) {
+// 50 answers under one key at once, half of them declines: exactly one is
+// recorded, and every caller gets that one back.
+func contractRecordConcurrent(t *testing.T, newStore newStoreFunc) {
 	s := newStore(t)
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		ids     = map[string]bool{}
-		created int
-		start   = make(chan struct{})
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		ids      = map[string]bool{}
+		statuses = map[payments.Status]bool{}
+		created  int
+		start    = make(chan struct{})
 	)
 	for i := range 50 {
+		c := storeCharge("pay_1", "req_"+strconv.Itoa(i))
+		if i%2 == 1 {
+			c.Status = payments.StatusFailed
+		}
 		wg.Go(func() {
 			<-start
-			c, isNew, err := s.Claim(context.Background(), storeCharge("pay_1", "req_"+strconv.Itoa(i)))
+			stored, isNew, err := s.Record(context.Background(), c)
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			ids[c.ID] = true
+			ids[stored.ID], statuses[stored.Status] = true, true
 			if isNew {
 				created++
 			}
@@ -231,45 +156,13 @@ func contractClaimConcurrent(t *testing.T, newStore newStoreFunc) {
 	}
 	close(start)
 	wg.Wait()
-	if created != 1 || len(ids) != 1 {
-		t.Errorf("50 concurrent claims of one key: %d created, %d distinct IDs; want 1 and 1", created, len(ids))
-	}
-}
-
-// Answers racing to settle one charge: the first one wins for everybody.
-func contractSettleConcurrent(t *testing.T, newStore newStoreFunc) {
-	s := newStore(t)
-	if _, _, err := s.Claim(context.Background(), storeCharge("pay_1", "req_1")); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		statuses = map[payments.Status]bool{}
-	)
-	for i := range 20 {
-		status := payments.StatusSucceeded
-		if i%2 == 1 {
-			status = payments.StatusFailed
-		}
-		wg.Go(func() {
-			c, err := s.Settle(context.Background(), "pay_1", status)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			statuses[c.Status] = true
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
 	final, err := s.GetByKey(context.Background(), "pay_1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(statuses) != 1 || !statuses[final.Status] {
-		t.Errorf("concurrent Settles answered %v, stored %q; want one status for everybody", statuses, final.Status)
+	if created != 1 || len(ids) != 1 || len(statuses) != 1 || !statuses[final.Status] {
+		t.Errorf("50 concurrent records of one key: %d created, %d distinct IDs, answered %v, stored %q; want 1, 1 and one status for everybody",
+			created, len(ids), statuses, final.Status)
 	}
 }
 
