@@ -25,11 +25,11 @@ import (
 //
 //   - on its critical path: the commits made while serving it, which the
 //     answer waits for one after the other. Naive: orders records the
-//     order, catalog reserves, payments claims the payment key and
-//     settles the charge, shipping books, orders records the outcome,
-//     payments records the audit entry in line — 7. Budgeted: the key's
+//     order, catalog reserves, the payment provider records its answer
+//     under the payment key, shipping books, orders records the outcome,
+//     payments records the audit entry in line — 6. Budgeted: the key's
 //     claim goes with the order's insert and its answer with the outcome,
-//     and the audit entry leaves the critical path — 6.
+//     and the audit entry leaves the critical path — 5.
 //   - deferred, per checkout: the commits of work nobody waits for, the
 //     workers' and the audit queue's (budgeted: at most one audit write
 //     per checkout, fewer when the queue's workers find several events
@@ -37,8 +37,8 @@ import (
 //     which run whether or not there are checkouts, measured while the
 //     shop is idle and taken away.
 var commitBounds = map[mode.Mode]struct{ critical, deferred float64 }{
-	mode.Naive:    {critical: 7, deferred: 0.5},
-	mode.Budgeted: {critical: 6, deferred: 1.5},
+	mode.Naive:    {critical: 6, deferred: 0.5},
+	mode.Budgeted: {critical: 5, deferred: 1.5},
 }
 
 // TestPostgresCommitsPerCheckout counts the transactions a checkout
