@@ -24,8 +24,12 @@ import (
 type Class struct {
 	// Name labels the class in results ("checkout", "browse" ...).
 	Name string
-	// Rate is requests per second, sent open-loop.
+	// Rate is requests per second, sent open-loop, on average.
 	Rate float64
+	// Arrivals is how the requests arrive (constant when zero), drawn
+	// from Seed.
+	Arrivals Arrivals
+	Seed     uint64
 	// Deadline is the client's deadline, sent as X-Deadline-Ms: an answer
 	// after it does not count as good.
 	Deadline time.Duration
@@ -142,7 +146,7 @@ func Run(ctx context.Context, o Options, classes ...Class) (map[string][]Sample,
 }
 
 func runClass(ctx context.Context, o Options, c Class) []Sample {
-	interval := time.Duration(float64(time.Second) / c.Rate)
+	due := c.Arrivals.schedule(c.Rate, o.Duration, c.Seed)
 	patience := c.Patience
 	if patience <= 0 {
 		patience = c.Deadline
@@ -170,14 +174,13 @@ func runClass(ctx context.Context, o Options, c Class) []Sample {
 		t.Header.Set(deadline.HeaderDeadline, strconv.FormatInt(c.Deadline.Milliseconds(), 10))
 		return nil
 	}
-	rate := vegeta.Rate{Freq: 1, Per: interval}
 	var samples []Sample
 	var began time.Time
-	for r := range atk.Attack(targeter, rate, o.Duration, c.Name) {
-		if began.IsZero() || r.Timestamp.Add(-time.Duration(r.Seq)*interval).Before(began) {
+	for r := range atk.Attack(targeter, schedulePacer(due), o.Duration, c.Name) {
+		if began.IsZero() || r.Timestamp.Add(-due[r.Seq]).Before(began) {
 			// The schedule's origin: the earliest send time less its
 			// place in the schedule.
-			began = r.Timestamp.Add(-time.Duration(r.Seq) * interval)
+			began = r.Timestamp.Add(-due[r.Seq])
 		}
 		s := Sample{Class: c.Name, Seq: r.Seq, Sent: r.Timestamp, Code: int(r.Code), Latency: r.Latency, Attempts: attempts(r.Headers)}
 		s.Failure = classify(r)
@@ -187,20 +190,41 @@ func runClass(ctx context.Context, o Options, c Class) []Sample {
 		}
 		samples = append(samples, s)
 		if o.OnSample != nil {
-			o.OnSample(s.fromSchedule(began, interval))
+			o.OnSample(s.fromSchedule(began, due))
 		}
 	}
 	slices.SortFunc(samples, func(a, b Sample) int { return cmp.Compare(a.Seq, b.Seq) })
 	for i := range samples {
-		samples[i] = samples[i].fromSchedule(began, interval)
+		samples[i] = samples[i].fromSchedule(began, due)
 	}
 	return samples
 }
 
+// schedulePacer sends the i-th request when the schedule says, due[i]
+// after the start, at once when late, and no more than the schedule has.
+type schedulePacer []time.Duration
+
+// Pace implements vegeta.Pacer.
+func (due schedulePacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	if hits >= uint64(len(due)) {
+		return 0, true
+	}
+	return due[hits] - elapsed, false
+}
+
+// Rate implements vegeta.Pacer: the schedule's average rate.
+func (due schedulePacer) Rate(time.Duration) float64 {
+	if len(due) < 2 {
+		return 0
+	}
+	return float64(len(due)-1) / (due[len(due)-1] - due[0]).Seconds()
+}
+
 // fromSchedule is s, whose Latency runs from its send, timed from when
-// the schedule that began at began meant to send it instead.
-func (s Sample) fromSchedule(began time.Time, interval time.Duration) Sample {
-	s.Intended = began.Add(time.Duration(s.Seq) * interval)
+// the schedule that began at began meant to send it instead (due[Seq]
+// after it).
+func (s Sample) fromSchedule(began time.Time, due []time.Duration) Sample {
+	s.Intended = began.Add(due[s.Seq])
 	s.Latency = s.Sent.Add(s.Latency).Sub(s.Intended)
 	return s
 }

@@ -126,6 +126,8 @@ type PhaseSpan struct {
 	Network map[string]string `json:"network,omitempty"`
 	// Rates are the class rates the phase set instead of the base ones.
 	Rates map[string]float64 `json:"rates,omitempty"`
+	// Arrivals is how the phase's requests arrived.
+	Arrivals Arrivals `json:"arrivals"`
 	// Classes summarise each class over the requests the phase sent (by
 	// intended send time), with goodput per second of the phase.
 	Classes []Summary `json:"classes"`

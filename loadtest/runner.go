@@ -151,7 +151,7 @@ func runMode(ctx context.Context, sc Scenario, shop Target, m mode.Mode, nonce s
 	var faultyLength time.Duration
 	for i, p := range sc.Phases {
 		span := PhaseSpan{Name: p.Name, StartS: phased[i].start.Seconds(), EndS: (phased[i].start + time.Duration(p.Duration)).Seconds(), Faulty: len(p.Faults) > 0 || len(p.Network) > 0,
-			Faults: p.Faults, Network: p.Network, Rates: p.Rates}
+			Faults: p.Faults, Network: p.Network, Rates: p.Rates, Arrivals: sc.ArrivalsOf(p)}
 		sent := 0
 		for _, name := range slices.Sorted(maps.Keys(phased[i].samples)) {
 			got := phased[i].samples[name]
@@ -402,7 +402,8 @@ func (sc Scenario) phaseClasses(p Phase, m mode.Mode, keyPrefix string, fx fixtu
 			client = *own
 		}
 		dl := sc.DeadlineOf(n)
-		c := Class{Name: n, Rate: rate, Deadline: dl, Patience: dl + time.Duration(sc.Patience),
+		c := Class{Name: n, Rate: rate, Arrivals: sc.ArrivalsOf(p), Seed: arrivalSeed(sc.Name, p.Name, n),
+			Deadline: dl, Patience: dl + time.Duration(sc.Patience),
 			Retries: client.Retries, RetryBackoff: time.Duration(client.Backoff), AttemptTimeout: time.Duration(client.AttemptTimeout),
 			BudgetAware: client.BudgetAware}
 		switch n {

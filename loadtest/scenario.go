@@ -45,8 +45,11 @@ type Scenario struct {
 	Classes map[string]ClassSpec `yaml:"classes"`
 	// Checkout is what the checkouts buy (default: Zipf 1.1 over the
 	// catalogue, one product a checkout).
-	Checkout Basket  `yaml:"checkout"`
-	Phases   []Phase `yaml:"phases"`
+	Checkout Basket `yaml:"checkout"`
+	// Arrivals is how requests arrive in every phase that does not say
+	// (arrivals.go); constant when the file does not say either.
+	Arrivals Arrivals `yaml:"arrivals"`
+	Phases   []Phase  `yaml:"phases"`
 	// Shop sizes the in-process shop a lab starts. Against a running
 	// deployment only its workers apply, through each mode's switch.
 	Shop ShopSpec `yaml:"shop"`
@@ -124,6 +127,9 @@ type Phase struct {
 	Quick Duration `yaml:"quick"`
 	// Rates override the classes' rates during this phase.
 	Rates map[string]float64 `yaml:"rates"`
+	// Arrivals, when set, is how requests arrive in this phase instead of
+	// the scenario's Arrivals.
+	Arrivals *Arrivals `yaml:"arrivals"`
 	// Faults are each service's fault specs in force during the phase, in
 	// the --fault syntax ("CreateShipment:hang=5s"); services not named
 	// have none.
@@ -133,6 +139,14 @@ type Phase struct {
 	// grammar of internal/netfault); links not named have none. A
 	// scenario that names any runs on a shop with its fault proxies on.
 	Network map[string]string `yaml:"network"`
+}
+
+// ArrivalsOf is how requests arrive in phase p.
+func (s Scenario) ArrivalsOf(p Phase) Arrivals {
+	if p.Arrivals != nil {
+		return *p.Arrivals
+	}
+	return s.Arrivals
 }
 
 // UsesNetwork reports whether any phase sets network faults: the shop

@@ -494,7 +494,7 @@ ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 
 {{if .Runs}}<table>
 <thead><tr><th>mode</th><th>valid</th><th class="n">length</th><th>schedule lag; longest stall</th><th>phases (s from start)</th></tr></thead>
 <tbody>
-{{range .Runs}}<tr><td>{{.Mode}}</td><td>{{if .Valid}}<span class="ok">valid</span>{{else}}<span class="bad">INVALID: {{.Reason}}</span>{{end}}</td><td class="n">{{.Duration}}</td><td>{{.Lag}}</td><td>{{range $i, $p := .Phases}}{{if $i}}<br>{{end}}{{$p.Name}} {{seconds $p.StartS}}–{{seconds $p.EndS}}{{if $p.Faulty}} <strong>(faults)</strong>{{end}}{{end}}</td></tr>
+{{range .Runs}}<tr><td>{{.Mode}}</td><td>{{if .Valid}}<span class="ok">valid</span>{{else}}<span class="bad">INVALID: {{.Reason}}</span>{{end}}</td><td class="n">{{.Duration}}</td><td>{{.Lag}}</td><td>{{range $i, $p := .Phases}}{{if $i}}<br>{{end}}{{$p.Name}} {{seconds $p.StartS}}–{{seconds $p.EndS}}{{if $p.Faulty}} <strong>(faults)</strong>{{end}}{{with $p.Arrivals.Kind}}{{if ne . "constant"}} ({{$p.Arrivals}} arrivals){{end}}{{end}}{{end}}</td></tr>
 {{end}}</tbody>
 </table>{{else}}<p>No modes ran.</p>{{end}}
 </section>

@@ -140,6 +140,7 @@ func phasedResults() loadtest.Results {
 		m.Phases = []loadtest.PhaseSpan{
 			{Name: "steady", StartS: 0, EndS: 4, Classes: []loadtest.Summary{{Class: "checkout", Goodput: 20, P999MS: 200}, {Class: "browse", Goodput: 20}}},
 			{Name: "payments slow", StartS: 4, EndS: 10, Faulty: true, Classes: []loadtest.Summary{{Class: "checkout", Goodput: 7, P999MS: 2950}, {Class: "browse", Goodput: 18}}},
+			{Name: "rush", StartS: 10, EndS: 12, Arrivals: loadtest.Arrivals{Kind: loadtest.ArrivalsPoisson}, Classes: []loadtest.Summary{{Class: "checkout", Goodput: 20, P999MS: 300}}},
 		}
 	}
 	b := &r.Modes[1]
@@ -162,6 +163,7 @@ func TestTableShowsPhasesAndChecks(t *testing.T) {
 	for _, want := range []string{
 		"phase: steady\n",
 		"phase: payments slow (faults)\n",
+		"phase: rush (poisson arrivals)\n",
 		"  PASS  budgeted checkouts in time: 900 ≤ 1010\n",
 		"  FAIL  3x naive goodput: 18.0 ≥ 3 × naive (= 21.0)\n",
 	} {
@@ -173,7 +175,7 @@ func TestTableShowsPhasesAndChecks(t *testing.T) {
 		t.Errorf("no per-phase goodput row for the faulty phase:\n%s", out)
 	}
 	page := renderHTML(t, r)
-	for _, want := range []string{`id="checks"`, `id="phases"`, "3x naive goodput", "phase: payments slow (faults)"} {
+	for _, want := range []string{`id="checks"`, `id="phases"`, "3x naive goodput", "phase: payments slow (faults)", "rush 10.0–12.0 (poisson arrivals)"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}

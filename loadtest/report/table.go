@@ -275,13 +275,14 @@ func compareModes(r loadtest.Results) comparison {
 	}
 	for _, phase := range phaseNames(modes) {
 		s := tableSection{Title: "phase: " + phase, Cols: c.cols()}
-		faulty := false
+		faulty, arrivals := false, ""
 		for _, class := range classNames(modes) {
 			sums := make([]*loadtest.Summary, len(modes))
 			for i, m := range modes {
 				if j := slices.IndexFunc(m.Phases, func(p loadtest.PhaseSpan) bool { return p.Name == phase }); j >= 0 {
 					sums[i] = findSummary(m.Phases[j].Classes, class)
 					faulty = faulty || m.Phases[j].Faulty
+					arrivals = m.Phases[j].Arrivals.String()
 				}
 			}
 			if !slices.ContainsFunc(sums, func(s *loadtest.Summary) bool { return s != nil }) {
@@ -293,8 +294,13 @@ func compareModes(r loadtest.Results) comparison {
 			add("goodput (good/s)", dirHigher, "%.1f", func(s loadtest.Summary) float64 { return s.Goodput })
 			add("p99.9 (ms)", dirLower, "%.1f", func(s loadtest.Summary) float64 { return s.P999MS })
 		}
-		if faulty {
+		switch {
+		case faulty && arrivals != loadtest.ArrivalsConstant:
+			s.Title += " (faults, " + arrivals + " arrivals)"
+		case faulty:
 			s.Title += " (faults)"
+		case arrivals != loadtest.ArrivalsConstant:
+			s.Title += " (" + arrivals + " arrivals)"
 		}
 		if len(s.Rows) > 0 {
 			c.Phases = append(c.Phases, s)
