@@ -94,3 +94,22 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
+
+// PercentileInterval returns a confidence interval for the p-th
+// percentile of the population sorted was drawn from: the order
+// statistics whose ranks bound, at about 95% confidence, the rank of
+// that percentile among len(sorted) draws. The count of draws below the
+// true percentile is binomial (n, p/100); its normal approximation gives
+// the ranks n·q ∓ 1.96·√(n·q·(1−q)). Few draws make a wide interval: a
+// hundred's p99 interval runs from the 97th value to the largest.
+func PercentileInterval(sorted []time.Duration, p float64) (lo, hi time.Duration) {
+	n := len(sorted)
+	if n == 0 {
+		return 0, 0
+	}
+	q := p / 100
+	mid, spread := float64(n)*q, 1.96*math.Sqrt(float64(n)*q*(1-q))
+	l := min(max(int(math.Floor(mid-spread)), 1), n)
+	u := min(max(int(math.Ceil(mid+spread)), 1), n)
+	return sorted[l-1], sorted[u-1]
+}
