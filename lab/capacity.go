@@ -59,6 +59,10 @@ type CapacityConfig struct {
 	Mechanisms mode.Overrides
 	// Basket is what the checkouts buy (its popularity is a flag).
 	Basket loadtest.Basket
+
+	// databases are the modes' own databases on DatabaseURL's server,
+	// which Capacity creates and drops.
+	databases map[mode.Mode]string
 }
 
 // DefaultCapacity searches both modes on the memory store for p99 ≤ 25 ms.
@@ -191,12 +195,24 @@ type Overhead struct {
 // laptop does.
 func Capacity(ctx context.Context, cfg CapacityConfig, log *slog.Logger, progress func(string)) (CapacityResult, error) {
 	res := CapacityResult{Store: "memory", P99MS: ms(cfg.P99), StepS: cfg.Step.Seconds()}
-	if cfg.DatabaseURL != "" {
-		res.Store = "postgres"
-	}
 	say := func(format string, args ...any) {
 		if progress != nil {
 			progress(fmt.Sprintf(format, args...))
+		}
+	}
+	if cfg.DatabaseURL != "" {
+		// A database of its own for each mode: in one shared database the
+		// second mode's search would meet the rows, the dead tuples and
+		// the checkpoints of the first's thousands of checkouts.
+		res.Store = "postgres"
+		cfg.databases = map[mode.Mode]string{}
+		for _, m := range cfg.Modes {
+			u, drop, err := modeDatabase(ctx, cfg.DatabaseURL, m)
+			if err != nil {
+				return CapacityResult{}, err
+			}
+			defer drop()
+			cfg.databases[m] = u
 		}
 	}
 	if cfg.IdleTimes > 0 {
@@ -471,6 +487,9 @@ func startCapacityShop(ctx context.Context, cfg CapacityConfig, m mode.Mode, log
 	sc.Shared.Overrides = cfg.Mechanisms
 	if cfg.DatabaseURL != "" {
 		sc.Shared.DatabaseURL, sc.Shared.DBMaxConns = cfg.DatabaseURL, cfg.DBMaxConns
+		if u, ok := cfg.databases[m]; ok {
+			sc.Shared.DatabaseURL = u
+		}
 	}
 	return shop.Start(ctx, sc, log)
 }

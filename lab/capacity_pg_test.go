@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +48,59 @@ func TestCapacityOnPostgresHoldsARateTwiceAfresh(t *testing.T) {
 	}
 	if placed := orders() - before; st.Sent == 0 || placed < int64(st.Sent) {
 		t.Errorf("the rate held a second time sent %d checkouts and placed %d new orders: its checkouts were answered from the first time's keys", st.Sent, placed)
+	}
+}
+
+// TestCapacityOnPostgresGivesEachModeItsOwnDatabase: each mode's search
+// runs on a database of its own, created on the URL's server and dropped
+// after, so the second mode does not meet the first's thousands of rows;
+// the URL's own database is left untouched.
+func TestCapacityOnPostgresGivesEachModeItsOwnDatabase(t *testing.T) {
+	db := pgtest.NewDatabase(t)
+	cfg := DefaultCapacity()
+	cfg.DatabaseURL, cfg.DBMaxConns = db.URL, 4
+	cfg.Start, cfg.Max, cfg.Step, cfg.Refine, cfg.P99 = 10, 10, 500*time.Millisecond, 0, time.Second
+	query := func(url, sql string) []string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	modes := map[string][]string{}
+	progress := func(line string) {
+		for _, m := range []mode.Mode{mode.Naive, mode.Budgeted} {
+			if strings.HasPrefix(line, string(m)) && modes[string(m)] == nil {
+				modes[string(m)] = query(db.AdminURL, `SELECT datname FROM pg_database WHERE datname LIKE 'mercado_lab_`+string(m)+`_%'`)
+			}
+		}
+	}
+	if _, err := Capacity(t.Context(), cfg, slog.New(slog.DiscardHandler), progress); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"naive", "budgeted"} {
+		if len(modes[m]) == 0 {
+			t.Errorf("no database of the %s mode's own while it was searched", m)
+		}
+		for _, name := range modes[m] {
+			if left := query(db.AdminURL, `SELECT datname FROM pg_database WHERE datname = '`+name+`'`); len(left) > 0 {
+				t.Errorf("the %s mode's database %s was left behind", m, name)
+			}
+		}
+	}
+	if tables := query(db.URL, `SELECT table_schema FROM information_schema.tables WHERE table_schema = 'orders'`); len(tables) > 0 {
+		t.Error("the search wrote to the URL's own database")
 	}
 }
