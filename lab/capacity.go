@@ -29,8 +29,8 @@ import (
 type CapacityConfig struct {
 	// Modes are searched one after the other, each on a fresh shop.
 	Modes []mode.Mode
-	// DatabaseURL keeps the services' state in PostgreSQL; empty keeps
-	// it in memory.
+	// DatabaseURL keeps the services' state on this PostgreSQL server,
+	// each mode's in a database of its own; empty keeps it in memory.
 	DatabaseURL string
 	// DBMaxConns is each service's database pool on PostgreSQL.
 	DBMaxConns int
@@ -85,7 +85,7 @@ func (c *CapacityConfig) Settings() []setting.Setting {
 		setting.String(&c.Basket.Popularity, "popularity", loadtest.PopularityZipf,
 			"how checkouts choose among the catalogue's products: zipf (exponent 1.1), uniform, or one (every checkout the same product)",
 			func(string) error { return errors.Join(c.Basket.Validate()...) }),
-		setting.String(&c.DatabaseURL, "database-url", "", "keep the services' state in this PostgreSQL database (default: in memory)", nil),
+		setting.String(&c.DatabaseURL, "database-url", "", "keep the services' state on this PostgreSQL server (default: in memory): each mode's in a database of its own, created and dropped by the lab", nil),
 		setting.Int(&c.DBMaxConns, "db-max-conns", serve.DefaultDBMaxConns, setting.Within(1, 1000), "each service's database pool, with --database-url"),
 		setting.Duration(&c.P99, "p99", 25*time.Millisecond, setting.Within(time.Millisecond, 10*time.Second),
 			"the p99 latency a sustained rate must stay within"),
@@ -487,7 +487,7 @@ func startCapacityShop(ctx context.Context, cfg CapacityConfig, m mode.Mode, log
 	sc.Shared.Overrides = cfg.Mechanisms
 	if cfg.DatabaseURL != "" {
 		sc.Shared.DatabaseURL, sc.Shared.DBMaxConns = cfg.DatabaseURL, cfg.DBMaxConns
-		if u, ok := cfg.databases[m]; ok {
+		if u, ok := cfg.databases[m]; ok { // Capacity made it
 			sc.Shared.DatabaseURL = u
 		}
 	}
