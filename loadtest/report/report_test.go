@@ -175,7 +175,7 @@ func TestTableShowsPhasesAndChecks(t *testing.T) {
 		t.Errorf("no per-phase goodput row for the faulty phase:\n%s", out)
 	}
 	page := renderHTML(t, r)
-	for _, want := range []string{`id="checks"`, `id="phases"`, "3x naive goodput", "phase: payments slow (faults)", "rush 10.0–12.0 (poisson arrivals)"} {
+	for _, want := range []string{`id="checks"`, `id="phases"`, "3x naive goodput", "phase: payments slow (faults)", "rush 10.0–12.0 (poisson arrivals)", "10.0–12.0 s: poisson arrivals"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}

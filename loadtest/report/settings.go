@@ -80,6 +80,9 @@ func phaseText(p loadtest.PhaseSpan) string {
 	for _, class := range sortedKeys(p.Rates) {
 		parts = append(parts, class+" at "+num(p.Rates[class], 0)+"/s")
 	}
+	if a := p.Arrivals.String(); a != loadtest.ArrivalsConstant {
+		parts = append(parts, a+" arrivals")
+	}
 	what := "no faults"
 	if len(parts) > 0 {
 		what = strings.Join(parts, "; ")
