@@ -462,7 +462,7 @@ func holdRateFresh(ctx context.Context, cfg CapacityConfig, m mode.Mode, rate fl
 	if err != nil {
 		return CapacityStep{}, err
 	}
-	// Keys of their own: on PostgreSQL every shop of a search shares one
+	// Keys of their own: on PostgreSQL every shop of a mode's search shares one
 	// database, and a rate held twice (the search's second try, the
 	// overhead comparison) under the same keys would be answered from the
 	// keys' stored answers, at no cost.
