@@ -22,21 +22,7 @@ func TestCapacityOnPostgresHoldsARateTwiceAfresh(t *testing.T) {
 	db := pgtest.NewDatabase(t)
 	cfg := DefaultCapacity()
 	cfg.DatabaseURL, cfg.DBMaxConns, cfg.Step, cfg.P99 = db.URL, 4, time.Second, time.Second
-	orders := func() int64 {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, db.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		var n int64
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM orders.orders`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	orders := func() int64 { return pgtest.QueryInt(t, db.URL, `SELECT count(*) FROM orders.orders`) }
 	log := slog.New(slog.DiscardHandler)
 	if _, err := holdRateFresh(t.Context(), cfg, mode.Budgeted, 20, log); err != nil {
 		t.Fatal(err)

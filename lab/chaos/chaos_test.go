@@ -126,7 +126,7 @@ func TestChaosCheckouts(t *testing.T) {
 	c.start()
 	t.Logf("the five processes were ready %v after the start (build included)", time.Since(began).Round(time.Millisecond))
 	base := "http://" + c.svcs["gateway"].addr
-	stockBefore := queryInt(t, db.URL, `SELECT stock FROM catalog.products WHERE sku = $1`, chaosSKU)
+	stockBefore := pgtest.QueryInt(t, db.URL, `SELECT stock FROM catalog.products WHERE sku = $1`, chaosSKU)
 
 	tr := &http.Transport{MaxIdleConnsPerHost: chaosWorkers}
 	defer tr.CloseIdleConnections()
@@ -285,22 +285,6 @@ func dbOutage(db pgtest.Database, d time.Duration) string {
 	return fmt.Sprintf("%d connections cut, refused for %v", cut, d)
 }
 
-func queryInt(t *testing.T, url, sql string, args ...any) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var n int64
-	if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
-}
-
 // unsettled counts what is still moving: orders not in a final state,
 // confirmed orders whose shipment is not booked, failed orders whose stock
 // the worker is still to give back. (The provider keeps answers only, so
@@ -315,7 +299,7 @@ func waitSettled(t *testing.T, url string, within time.Duration) string {
 	t.Helper()
 	end := time.Now().Add(within)
 	for {
-		n := queryInt(t, url, unsettledSQL)
+		n := pgtest.QueryInt(t, url, unsettledSQL)
 		if n == 0 {
 			return "nothing pending"
 		}
@@ -340,7 +324,7 @@ type invariants struct {
 func checkInvariants(t *testing.T, url string, answers []answer, stockBefore int64) invariants {
 	t.Helper()
 	var inv invariants
-	q := func(sql string, args ...any) int64 { return queryInt(t, url, sql, args...) }
+	q := func(sql string, args ...any) int64 { return pgtest.QueryInt(t, url, sql, args...) }
 	mustZero := func(what, sql string) {
 		t.Helper()
 		if n := q(sql); n != 0 {

@@ -156,6 +156,24 @@ func firstWords(sql string) string {
 	return strings.Join(f, " ")
 }
 
+// QueryInt runs sql, whose one row is one integer, on a connection of its
+// own to databaseURL, and returns that integer; it fails t on any error.
+func QueryInt(t testing.TB, databaseURL, sql string, args ...any) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int64
+	if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
 // SettledCommits is db's committed transactions as the server counts them
 // (pg_stat_database.xact_commit, read-only transactions included), once
 // the count stops moving. A server process adds its counts to that view
