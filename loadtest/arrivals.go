@@ -106,10 +106,8 @@ func (a *Arrivals) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// MarshalYAML implements yaml.Marshaler.
-func (a Arrivals) MarshalYAML() (any, error) { return a.String(), nil }
-
-// MarshalText implements encoding.TextMarshaler, for results.json.
+// MarshalText implements encoding.TextMarshaler, for results.json (and
+// YAML).
 func (a Arrivals) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
