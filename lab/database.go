@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mercado-lab/mercado/internal/mode"
+	"github.com/mercado-lab/mercado/internal/postgres"
 )
 
 // modeDatabase creates a database of its own for one mode's shop, on the
@@ -41,6 +42,10 @@ func modeDatabase(ctx context.Context, databaseURL string, m mode.Mode) (string,
 		return "", nil, fmt.Errorf("creating a database for the %s shop (the lab gives each mode a database of its own; the URL's role needs CREATEDB): %w", m, err)
 	}
 	u.Path = "/" + name
-	drop := func() { _ = admin("DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)") }
+	drop := func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = postgres.DropDatabase(ctx, databaseURL, name)
+	}
 	return u.String(), drop, nil
 }

@@ -16,7 +16,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"net/url"
 	"os"
 	"strings"
@@ -24,7 +23,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mercado-lab/mercado/internal/postgres"
@@ -81,42 +79,13 @@ func NewDatabase(t testing.TB) Database {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		dropDatabase(t, ctx, admin, name)
+		if err := postgres.DropDatabase(ctx, admin, name); err != nil {
+			t.Fatal(err)
+		}
 	})
 	u.Path = "/" + name
 	return Database{Name: name, URL: u.String(), AdminURL: admin}
 }
-
-// dropDatabase drops the database name. FORCE ends any session still
-// connected (a pool a test leaked). It may not end the server's own
-// autovacuum worker, which starts on a database that has just taken many
-// writes: a role without pg_signal_backend is refused (SQLSTATE 42501)
-// while the worker runs. The worker is short, so the drop is tried again
-// until ctx ends.
-func dropDatabase(t testing.TB, ctx context.Context, admin, name string) {
-	t.Helper()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		t.Fatalf("connecting to the test server: %v", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	sql := "DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)"
-	for {
-		_, err := conn.Exec(ctx, sql)
-		var pgErr *pgconn.PgError
-		if err == nil {
-			return
-		}
-		if !errors.As(err, &pgErr) || pgErr.Code != insufficientPrivilege || ctx.Err() != nil {
-			t.Fatalf("DROP DATABASE %s: %v", name, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// insufficientPrivilege is PostgreSQL's SQLSTATE for a privilege the role
-// lacks.
-const insufficientPrivilege = "42501"
 
 // Open creates a database for t (see NewDatabase) and returns a pool of at
 // most maxConns connections to it, closed when t ends.
