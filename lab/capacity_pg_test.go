@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,11 +66,22 @@ func TestCapacityOnPostgresGivesEachModeItsOwnDatabase(t *testing.T) {
 		}
 		return names
 	}
+	// Only the databases this search made: other runs on the server (a
+	// parallel test, a lab run) make and drop their own.
+	modeDatabases := func(m mode.Mode) []string {
+		return query(db.AdminURL, `SELECT datname FROM pg_database WHERE datname LIKE 'mercado_lab_`+string(m)+`_%'`)
+	}
+	before := map[string]bool{}
+	for _, m := range []mode.Mode{mode.Naive, mode.Budgeted} {
+		for _, name := range modeDatabases(m) {
+			before[name] = true
+		}
+	}
 	modes := map[string][]string{}
 	progress := func(line string) {
 		for _, m := range []mode.Mode{mode.Naive, mode.Budgeted} {
 			if strings.HasPrefix(line, string(m)) && modes[string(m)] == nil {
-				modes[string(m)] = query(db.AdminURL, `SELECT datname FROM pg_database WHERE datname LIKE 'mercado_lab_`+string(m)+`_%'`)
+				modes[string(m)] = slices.DeleteFunc(modeDatabases(m), func(name string) bool { return before[name] })
 			}
 		}
 	}
