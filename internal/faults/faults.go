@@ -69,6 +69,24 @@ func logNormal(p50, p99 time.Duration, z float64) time.Duration {
 	return time.Duration(math.Exp(mu + sigma*z))
 }
 
+// LogNormalCDF is the probability that a draw of the log-normal
+// distribution whose median is p50 and 99th percentile p99 (Spec's) is at
+// most d: what `mercado budget predict` composes for a call declared so.
+func LogNormalCDF(p50, p99, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	mu := math.Log(float64(p50))
+	sigma := (math.Log(float64(p99)) - mu) / z99
+	if sigma <= 0 {
+		if d >= p50 {
+			return 1
+		}
+		return 0
+	}
+	return 0.5 * math.Erfc(-(math.Log(float64(d))-mu)/(sigma*math.Sqrt2))
+}
+
 // Validate reports a spec that cannot be simulated.
 func (s Spec) Validate() error {
 	for _, d := range []struct {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -486,5 +487,34 @@ func TestWorkRecordsTheHop(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// LogNormalCDF is the distribution Spec.Duration draws from: its median
+// and 99th percentile are the spec's, and the share of draws at most d
+// matches it.
+func TestLogNormalCDFIsTheDrawnDistribution(t *testing.T) {
+	s := faults.Spec{P50: 100 * time.Millisecond, P99: 400 * time.Millisecond}
+	if got := faults.LogNormalCDF(s.P50, s.P99, s.P50); math.Abs(got-0.5) > 1e-9 {
+		t.Errorf("CDF at p50 = %v, want 0.5", got)
+	}
+	if got := faults.LogNormalCDF(s.P50, s.P99, s.P99); math.Abs(got-0.99) > 1e-6 {
+		t.Errorf("CDF at p99 = %v, want 0.99", got)
+	}
+	if got := faults.LogNormalCDF(s.P50, s.P50, s.P50-time.Microsecond); got != 0 {
+		t.Errorf("CDF of a point just below it = %v, want 0", got)
+	}
+	const n = 20000
+	at := 200 * time.Millisecond
+	var below int
+	for range n {
+		if s.Duration() <= at {
+			below++
+		}
+	}
+	// The binomial share's standard deviation is under 0.004 at n = 20000;
+	// the bound is five of them.
+	if got, want := float64(below)/n, faults.LogNormalCDF(s.P50, s.P99, at); math.Abs(got-want) > 0.02 {
+		t.Errorf("share of draws ≤ %v = %.3f, CDF says %.3f", at, got, want)
 	}
 }
