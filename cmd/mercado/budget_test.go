@@ -79,7 +79,7 @@ func TestBudgetPlan(t *testing.T) {
 		{"bad file", []string{"budget", "plan", bad}, `mercado: budget plan: ` + bad + `:3: call a: p99 "2 seconds": want a duration such as 120ms or 2s`},
 		{"no file", []string{"budget", "plan"}, "mercado: budget plan: name a call graph file (--help shows its shape)"},
 		{"missing file", []string{"budget", "plan", filepath.Join(dir, "nope.yaml")}, "no such file"},
-		{"no subcommand", []string{"budget"}, "mercado: budget: name a subcommand: plan, check or suggest"},
+		{"no subcommand", []string{"budget"}, "mercado: budget: name a subcommand: plan, predict, check or suggest"},
 		{"unknown subcommand", []string{"budget", "spend"}, `mercado: budget: unknown subcommand "spend"`},
 		{"bad flag", []string{"budget", "plan", bad, "--yaml"}, "flag provided but not defined: -yaml"},
 	} {
@@ -203,5 +203,103 @@ graph:
 	_, stderr, code = plan("target: 1s\ngraph:\n  call: {name: auth, p99: 1ms}\n", "--from", "http://127.0.0.1:1")
 	if code != 1 || !strings.Contains(stderr, "--from http://127.0.0.1:1") {
 		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
+
+// `mercado budget predict` prints each mode's percentiles and misses
+// beside the plan's arithmetic, or JSON; a file it cannot use is a usage
+// error.
+func TestBudgetPredict(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"budget", "predict", "../../docs/budgets/predict-chain.yaml"}, env(nil), &out, &errb)
+	if code := exitCode(err, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"the plan's arithmetic (edge + the sum of p99s along seq, the max across par + own): 1204 ms",
+		"mode      p50 ms  p99 ms  p99.9 ms  miss the target  of which failed", "naive     751     1016"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	err = run(context.Background(), []string{"budget", "predict", "../../docs/budgets/predict-fanout.yaml", "--json"}, env(nil), &out, &errb)
+	if code := exitCode(err, &errb); code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, errb.String())
+	}
+	var p struct {
+		PlanP99Ms int64 `json:"plan_p99_ms"`
+		Modes     []struct {
+			Mode  string  `json:"mode"`
+			P99Ms float64 `json:"p99_ms"`
+		} `json:"modes"`
+		Assumptions []string `json:"assumptions"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+	if len(p.Modes) != 2 || p.Modes[1].Mode != "budgeted" || p.Modes[1].P99Ms <= float64(p.PlanP99Ms) || len(p.Assumptions) != 1 {
+		t.Errorf("fan-out: %+v: want both modes, a p99 above the plan's max across the par, and payments' assumption", p)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("target: 1s\ngraph:\n  call: {name: a, p50: 300ms, p99: 200ms}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errb.Reset()
+	err = run(context.Background(), []string{"budget", "predict", bad}, env(nil), &out, &errb)
+	if code := exitCode(err, &errb); code != 2 || !strings.Contains(errb.String(), "bad.yaml:3: call a: p50 300 ms is more than its p99 200 ms") {
+		t.Errorf("p50 over p99: exit %d: %s", code, errb.String())
+	}
+}
+
+// With --from, the calls a running shop has measured take its hop
+// histograms: two calls at once cost the slower.
+func TestBudgetPredictFromAShop(t *testing.T) {
+	ctx := context.Background()
+	cfg := shop.EphemeralConfig()
+	cfg.Catalog.Faults = faults.Set{"ReserveStock": {Latency: 30 * time.Millisecond}}
+	cfg.Payments.Faults = faults.Set{"ScreenOrder": {Latency: 70 * time.Millisecond}}
+	s, err := shop.Start(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	for i := range 10 {
+		req, _ := http.NewRequest(http.MethodPost, s.GatewayURL()+"/api/checkout",
+			strings.NewReader(`{"customer":"ana","items":[{"sku":"tea-sencha","qty":1}],"address":"1 Main St"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", fmt.Sprintf(`"predict-from-%d"`, i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	file := filepath.Join(t.TempDir(), "checkout.yaml")
+	if err := os.WriteFile(file, []byte("target: 1s\ngraph:\n  seq:\n    - par:\n        - call: {name: catalog}\n        - call: {name: fraud}\n    - call: {name: payments}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	err = run(ctx, []string{"budget", "predict", file, "--json", "--from", "http://" + s.Gateway.AdminAddr}, env(nil), &out, &errb)
+	if code := exitCode(err, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "fraud (orders/fraud, 10 calls)") {
+		t.Errorf("stderr does not say what was measured: %s", errb.String())
+	}
+	var p struct {
+		Modes []struct {
+			P50Ms float64 `json:"p50_ms"`
+		} `json:"modes"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+	// Every fraud screen took 70 ms, in the histogram's (50, 100] ms
+	// bucket, so the pair's median is in it too; a busy machine may push
+	// a few calls a bucket up, never below.
+	if got := p.Modes[0].P50Ms; got < 50 || got >= 200 {
+		t.Errorf("predicted p50 %.1f ms, want the fraud screen's bucket, (50, 100] ms, or one above", got)
 	}
 }

@@ -30,7 +30,9 @@ Usage:
   mercado load --gateway URL --admin URL --scenario NAME|FILE
   mercado mode [fragile|naive|budgeted] [flags]   (a running shop)
   mercado fault <service> [flags]                 (a running service)
-  mercado budget <plan|check|suggest> [flags]     (plan an allocation, check the guardrails, suggest caps)
+  mercado budget <plan|predict|check|suggest> [flags]
+                                                  (plan an allocation, predict its latency, check the
+                                                   guardrails, suggest caps)
   mercado healthcheck URL                         (exit 0 when URL answers 200; for images)
   mercado version
   mercado help

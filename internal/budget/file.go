@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -48,7 +49,11 @@ type File struct {
 	Own     time.Duration // the service's own work and response assembly
 	Reserve time.Duration // cleanup after a timeout, jitter, margin
 	Margin  time.Duration // per-hop margin over p99
-	Graph   Node
+	// Floor is the least budget a call is started with when calls are
+	// clipped to the budget (budgeted mode): `mercado budget predict`
+	// applies it; the plan does not.
+	Floor time.Duration
+	Graph Node
 }
 
 // Available is what the dependencies on the critical path share:
@@ -66,8 +71,18 @@ type Node struct {
 
 // Call is a dependency.
 type Call struct {
-	Name        string
-	P99         time.Duration // zero when it is to come from a shop (--from)
+	Name string
+	P99  time.Duration // zero when it is to come from a shop (--from)
+	// P50, when given, makes the call's latency log-normal with this
+	// median and P99 (as the lab's faults draw it) for `budget predict`;
+	// without it predict takes every call to last its p99.
+	P50 time.Duration
+	// Cap is the call's own timeout in the shop, for predict; zero means
+	// the plan's allocation.
+	Cap time.Duration
+	// Measured is the call's hop histogram, read from a shop (--from); it
+	// stands for P50 and P99 in predict.
+	Measured    *dto.Histogram
 	Criticality Criticality
 	Line        int
 }
@@ -176,7 +191,7 @@ func (p *parser) duration(n *yaml.Node, field string) (time.Duration, error) {
 }
 
 func (p *parser) file(n *yaml.Node) (File, error) {
-	m, err := p.fields(n, "the file", "target", "edge", "own", "reserve", "margin", "graph")
+	m, err := p.fields(n, "the file", "target", "edge", "own", "reserve", "margin", "floor", "graph")
 	if err != nil {
 		return File{}, err
 	}
@@ -185,7 +200,7 @@ func (p *parser) file(n *yaml.Node) (File, error) {
 		field    string
 		to       *time.Duration
 		required bool
-	}{{"target", &f.Target, true}, {"edge", &f.Edge, false}, {"own", &f.Own, false}, {"reserve", &f.Reserve, false}, {"margin", &f.Margin, false}} {
+	}{{"target", &f.Target, true}, {"edge", &f.Edge, false}, {"own", &f.Own, false}, {"reserve", &f.Reserve, false}, {"margin", &f.Margin, false}, {"floor", &f.Floor, false}} {
 		v, ok := m[d.field]
 		if !ok {
 			if d.required {
@@ -249,7 +264,7 @@ func (p *parser) list(n *yaml.Node, kind string) ([]Node, error) {
 }
 
 func (p *parser) call(n *yaml.Node) (*Call, error) {
-	m, err := p.fields(n, "call", "name", "p99", "criticality")
+	m, err := p.fields(n, "call", "name", "p50", "p99", "cap", "criticality")
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +287,24 @@ func (p *parser) call(n *yaml.Node) (*Call, error) {
 		}
 	} else if !p.allowMissingP99 {
 		return nil, p.errorf(n, "call %q: no p99 (write p99: 120ms, or read it from a shop with --from)", c.Name)
+	}
+	for _, d := range []struct {
+		field string
+		to    *time.Duration
+	}{{"p50", &c.P50}, {"cap", &c.Cap}} {
+		v, ok := m[d.field]
+		if !ok {
+			continue
+		}
+		if *d.to, err = p.duration(v, "call "+c.Name+": "+d.field); err != nil {
+			return nil, err
+		}
+		if *d.to == 0 {
+			return nil, p.errorf(v, "call %s: %s: want more than 0", c.Name, d.field)
+		}
+	}
+	if c.P50 > 0 && c.P99 > 0 && c.P50 > c.P99 {
+		return nil, p.errorf(m["p50"], "call %s: p50 %s is more than its p99 %s", c.Name, ms(c.P50), ms(c.P99))
 	}
 	if v, ok := m["criticality"]; ok {
 		c.Criticality = Criticality(v.Value)

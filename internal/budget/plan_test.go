@@ -162,7 +162,7 @@ func TestParseErrors(t *testing.T) {
 		{"no graph", "target: 1s\n", "test.yaml:1: no graph"},
 		{"empty seq", "target: 1s\ngraph:\n  seq: []\n", "test.yaml:3: seq: want a list of one or more seq, par or call"},
 		{"two kinds in one node", "target: 1s\ngraph:\n  seq: [{call: {name: a, p99: 1ms}}]\n  par: [{call: {name: b, p99: 1ms}}]\n", "test.yaml:3: graph: want exactly one of seq, par or call"},
-		{"unknown call field", "target: 1s\ngraph:\n  call: {name: a, p99: 1ms, timeout: 2s}\n", `test.yaml:3: call: unknown field "timeout" (want name, p99, criticality)`},
+		{"unknown call field", "target: 1s\ngraph:\n  call: {name: a, p99: 1ms, timeout: 2s}\n", `test.yaml:3: call: unknown field "timeout" (want name, p50, p99, cap, criticality)`},
 		{"unknown criticality", "target: 1s\ngraph:\n  call: {name: a, p99: 1ms, criticality: nice}\n", `test.yaml:3: call a: criticality "nice": want critical, optional, deferred or fire-forward`},
 		{"no p99", "target: 1s\ngraph:\n  call: {name: a}\n", `test.yaml:3: call "a": no p99`},
 		{"a name twice", "target: 1s\ngraph:\n  seq:\n    - call: {name: a, p99: 1ms}\n    - call: {name: a, p99: 1ms}\n", `test.yaml:5: call "a": named twice (first on line 4)`},

@@ -162,41 +162,59 @@ func Quantile(q float64, h *dto.Histogram) time.Duration {
 }
 
 // Apply puts the shop's p99s into f's calls, each rounded up to the
-// millisecond: a call named "service/dep" takes that dependency's, a call
-// named "dep" takes it when one service alone reports it. Calls the shop
-// has not measured keep the file's p99. It returns the calls it filled, and
-// an error for a name more than one service reports.
+// millisecond (measuredCall says which dependency a call is). Calls the
+// shop has not measured keep the file's p99. It returns the calls it
+// filled, and an error for a name more than one service reports.
 func (o Observed) Apply(f *File) ([]string, error) {
 	var filled []string
 	for _, c := range f.Graph.Calls() {
-		key := c.Name
-		if !strings.Contains(key, "/") {
-			var from []string
-			for k := range o.P99 {
-				if strings.HasSuffix(k, "/"+c.Name) {
-					from = append(from, k)
-				}
-			}
-			sort.Strings(from)
-			if len(from) > 1 {
-				return nil, fmt.Errorf("call %q: more than one service calls it (%s): name it %s", c.Name, strings.Join(from, ", "), strings.Join(from, " or "))
-			}
-			if len(from) == 0 {
-				continue
-			}
-			key = from[0]
+		key, err := measuredCall(c.Name, o.P99)
+		if err != nil {
+			return nil, err
 		}
-		p, ok := o.P99[key]
-		if !ok {
+		if key == "" {
 			continue
 		}
-		c.P99 = max(p.Round(time.Millisecond), time.Millisecond)
-		if c.P99 < p {
-			c.P99 += time.Millisecond
-		}
+		c.P99 = ceilMS(o.P99[key])
 		filled = append(filled, fmt.Sprintf("%s (%s, %d calls)", c.Name, key, o.Count[key]))
 	}
 	return filled, nil
+}
+
+// measuredCall finds the shop's "service/dep" for a call of the file: a
+// call named "service/dep" is that dependency, a call named "dep" is it
+// when one service alone reports it. "" when the shop has not measured
+// it.
+func measuredCall[V any](name string, measured map[string]V) (string, error) {
+	if strings.Contains(name, "/") {
+		if _, ok := measured[name]; ok {
+			return name, nil
+		}
+		return "", nil
+	}
+	var from []string
+	for k := range measured {
+		if strings.HasSuffix(k, "/"+name) {
+			from = append(from, k)
+		}
+	}
+	sort.Strings(from)
+	switch len(from) {
+	case 0:
+		return "", nil
+	case 1:
+		return from[0], nil
+	}
+	return "", fmt.Errorf("call %q: more than one service calls it (%s): name it %s", name, strings.Join(from, ", "), strings.Join(from, " or "))
+}
+
+// ceilMS rounds d up to the millisecond, at least one.
+func ceilMS(d time.Duration) time.Duration {
+	r := max(d.Round(time.Millisecond), time.Millisecond)
+	if r < d {
+		r += time.Millisecond
+	}
+	return r
 }
 
 // Names lists what the shop has measured, "service/dep" each, sorted.
@@ -270,4 +288,38 @@ func ObserveHops(ctx context.Context, url, token string) (Hops, error) {
 		return out, fmt.Errorf("--from %s: %w", url, ErrNoTraffic)
 	}
 	return out, nil
+}
+
+// Apply puts what the shop measured into f's calls for Predict: each
+// measured call's hop histogram and p99 (measuredCall says which
+// dependency a call is), and its cap in the shop where the file gives
+// none; the shop's floor where the file gives none. It returns the calls
+// it filled.
+func (h Hops) Apply(f *File) ([]string, error) {
+	byKey := map[string]HopObservation{}
+	for _, o := range h.Calls {
+		if o.Durations != nil && o.Durations.GetSampleCount() > 0 {
+			byKey[o.From+"/"+o.To] = o
+		}
+	}
+	var filled []string
+	for _, c := range f.Graph.Calls() {
+		key, err := measuredCall(c.Name, byKey)
+		if err != nil {
+			return nil, err
+		}
+		if key == "" {
+			continue
+		}
+		o := byKey[key]
+		c.Measured, c.P99 = o.Durations, ceilMS(Quantile(0.99, o.Durations))
+		if c.Cap == 0 {
+			c.Cap = o.Cap
+		}
+		if f.Floor == 0 {
+			f.Floor = o.Floor
+		}
+		filled = append(filled, fmt.Sprintf("%s (%s, %d calls)", c.Name, key, o.Durations.GetSampleCount()))
+	}
+	return filled, nil
 }
