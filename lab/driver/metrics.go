@@ -111,6 +111,11 @@ func (f Families) Histograms(name, label string) map[string]loadtest.Histogram {
 		}
 		var one loadtest.Histogram
 		for _, b := range h.GetBucket() {
+			// The text format's own +Inf bucket, when the parser keeps
+			// it, is the one appended below.
+			if math.IsInf(b.GetUpperBound(), 1) {
+				continue
+			}
 			one.Bounds = append(one.Bounds, b.GetUpperBound())
 			one.Counts = append(one.Counts, float64(b.GetCumulativeCount()))
 		}
