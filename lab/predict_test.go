@@ -6,8 +6,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mercado-lab/mercado/internal/budget"
+	"github.com/mercado-lab/mercado/internal/mode"
 	"github.com/mercado-lab/mercado/loadtest"
 )
 
@@ -34,10 +36,16 @@ func TestPredictScenarioHoldsRunsToThePrediction(t *testing.T) {
 		}
 		predictions[phase] = budget.Predict(f)
 	}
-	if len(s.Checks) != 8 {
-		t.Fatalf("%d checks, want 8: two p99 bounds per mode in series, one at once, and each mode's misses in series", len(s.Checks))
+	if len(s.Checks) != 12 {
+		t.Fatalf("%d checks, want 12: two p99 bounds per mode in series, one at once, each mode's misses in series, and two bounds on the prediction from the hops per phase", len(s.Checks))
 	}
 	for _, c := range s.Checks {
+		if c.Figure == "p99_over_predicted" {
+			if (c.AtLeast != nil && *c.AtLeast != loadtest.AgreeLow) || (c.AtMost != nil && *c.AtMost != loadtest.AgreeHigh) {
+				t.Errorf("check %q: bounds other than the report's agreement, %v to %v", c.Name, loadtest.AgreeLow, loadtest.AgreeHigh)
+			}
+			continue
+		}
 		p, ok := predictions[c.Phase]
 		if !ok {
 			t.Fatalf("check %q: phase %q has no call graph", c.Name, c.Phase)
@@ -69,5 +77,40 @@ func TestPredictScenarioHoldsRunsToThePrediction(t *testing.T) {
 		if !strings.Contains(c.Name, figure) {
 			t.Errorf("check %q does not state the %s", c.Name, figure)
 		}
+	}
+}
+
+// The checkout's graph is orders' calls stage by stage, catalog and the
+// fraud screen at once when orders runs them so; the booking is waited
+// for and never fails the checkout, the estimate never waited for; each
+// call's distribution is its hop histogram.
+func TestCheckoutGraphIsOrdersCallsByStage(t *testing.T) {
+	calls := []budget.HopObservation{
+		{From: "gateway", To: "orders", Route: "Checkout", Stage: 1},
+		{From: "orders", To: "catalog", Route: "Checkout", Stage: 1, Parallel: true, Criticality: "critical", Cap: 300 * time.Millisecond},
+		{From: "orders", To: "fraud", Route: "Checkout", Stage: 1, Parallel: true, Criticality: "critical", Cap: 300 * time.Millisecond},
+		{From: "orders", To: "payments", Route: "Checkout", Stage: 3, Criticality: "critical", Cap: 800 * time.Millisecond},
+		{From: "orders", To: "shipping", Route: "Checkout", Stage: 4, Criticality: "deferred", Cap: 300 * time.Millisecond},
+		{From: "orders", To: "estimate", Route: "Checkout", Stage: 5, Criticality: "optional", Cap: 150 * time.Millisecond},
+	}
+	hists := map[string]loadtest.Histogram{"orders/catalog": {Bounds: []float64{0.1, math.Inf(1)}, Counts: []float64{10, 10}}}
+	g := checkoutGraph(calls, mode.Mechanisms{Caps: true}, hists)
+	if len(g.Seq) != 4 || len(g.Seq[0].Par) != 2 || g.Seq[0].Par[1].Call.Name != "fraud" {
+		t.Fatalf("graph %+v: want (catalog ∥ fraud), payments, shipping, estimate", g)
+	}
+	want := map[string]budget.Criticality{"catalog": budget.Critical, "payments": budget.Critical, "shipping": budget.Optional, "estimate": budget.FireForward}
+	for _, c := range g.Calls() {
+		if w, ok := want[c.Name]; ok && c.Criticality != w {
+			t.Errorf("%s: %s, want %s", c.Name, c.Criticality, w)
+		}
+	}
+	if h := g.Seq[0].Par[0].Call.Measured; h.GetSampleCount() != 10 || len(h.Bucket) != 2 {
+		t.Errorf("catalog's histogram %v, want the span's 10 calls", h)
+	}
+	if h := g.Seq[1].Call.Measured; h.GetSampleCount() != 0 {
+		t.Errorf("payments made no call in the span, yet its histogram counts %d", h.GetSampleCount())
+	}
+	if noCaps := checkoutGraph(calls, mode.Mechanisms{}, hists); noCaps.Seq[1].Call.Cap != time.Hour {
+		t.Errorf("without caps, payments' cap %v, want none (an hour)", noCaps.Seq[1].Call.Cap)
 	}
 }

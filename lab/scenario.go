@@ -99,10 +99,19 @@ func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, r
 		return loadtest.Results{}, err
 	}
 	defer s.Stop()
+	var res loadtest.Results
 	if run.Generator != nil {
-		return run.Generator(ctx, sc, target(s))
+		res, err = run.Generator(ctx, sc, target(s))
+	} else {
+		res, err = loadtest.RunScenario(ctx, sc, drive(s), loadtest.RunOptions{Progress: run.Progress, CPU: processCPU})
 	}
-	return loadtest.RunScenario(ctx, sc, drive(s), loadtest.RunOptions{Progress: run.Progress, CPU: processCPU})
+	if err != nil {
+		return res, err
+	}
+	if err := predictCheckouts(ctx, "http://"+s.Gateway.AdminAddr, sc, cfg.Shared.Margin, &res); err != nil {
+		return res, fmt.Errorf("predicting the checkouts from the hops: %w", err)
+	}
+	return res, nil
 }
 
 // applyShopSpec sizes the in-process shop as the scenario asks; what it

@@ -93,6 +93,15 @@ var Figures = map[string]func(Summary) float64{
 	"max_ms":  func(s Summary) float64 { return s.MaxMS },
 	// degraded: the share of good answers marked degraded.
 	"degraded": func(s Summary) float64 { return s.DegradedRatio },
+	// p99_over_predicted: the measured p99 divided by the p99 the lab
+	// composed from the hops over the same span (Summary.Predicted); NaN,
+	// which fails any bound, where there is no prediction.
+	"p99_over_predicted": func(s Summary) float64 {
+		if s.Predicted == nil || s.Predicted.P99MS <= 0 {
+			return math.NaN()
+		}
+		return s.P99MS / s.Predicted.P99MS
+	},
 }
 
 // ServerFigureNames are the server figures a check can name: what the
@@ -315,6 +324,11 @@ func Evaluate(checks []Check, r Results) []CheckResult {
 func (c Check) evaluate(r Results) CheckResult {
 	res := CheckResult{Check: c}
 	v, err := r.figure(c.Mode, c.Phase, c)
+	if err == nil && math.IsNaN(v) {
+		// A figure the span cannot give (no prediction, no lock waited
+		// for) fails the check, and JSON has no NaN to carry it.
+		err = fmt.Errorf("%s mode gave no %s over the span", c.Mode, c.Figure)
+	}
 	if err != nil {
 		res.Error = err.Error()
 		return res

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -61,7 +62,6 @@ func TestEvaluateChecks(t *testing.T) {
 		{"a service's calls per request of the class, in a phase", Check{Mode: "naive", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtLeast: ptr(20)}, true, 27, 20},
 		{"a service's calls per request, over the bound", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "calls_per_request", Service: "payments", AtMost: ptr(1.5)}, false, 2, 1.5},
 		{"the p99 lock wait, not divided by requests", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "lock_wait_p99_ms", Service: "catalog", AtMost: ptr(0.5), Of: &CheckOf{Mode: "naive"}}, true, 150, 1200},
-		{"no lock waits hold no bound", Check{Mode: "budgeted", Class: "checkout", Figure: "lock_wait_p99_ms", Service: "catalog", AtMost: ptr(1000)}, false, math.NaN(), 1000},
 		{"the shop's late work, not divided by requests", Check{Mode: "budgeted", Phase: "payments slow", Class: "checkout", Figure: "late_work_s", AtMost: ptr(0.1), Of: &CheckOf{Mode: "naive"}}, true, 0, 15},
 		{"duplicate charges per checkout", Check{Mode: "naive", Phase: "payments slow", Class: "checkout", Figure: "duplicate_charges_per_request", Service: "payments", AtLeast: ptr(0.1)}, true, 0.12, 0.1},
 		{"no duplicate charges, broken", Check{Mode: "naive", Phase: "payments slow", Class: "checkout", Figure: "duplicate_charges_per_request", Service: "payments", AtMost: ptr(0)}, false, 0.12, 0},
@@ -78,6 +78,22 @@ func TestEvaluateChecks(t *testing.T) {
 					got.Pass, got.Value, got.Bound, got.Error, tc.pass, tc.value, tc.bound)
 			}
 		})
+	}
+}
+
+// A figure the span cannot give — no lock waited for, no prediction —
+// holds no bound: the check fails and says why, with nothing (JSON has no
+// NaN) for a value.
+func TestEvaluateCheckOnAFigureTheSpanLacksFails(t *testing.T) {
+	r := phasedResults()
+	for _, figure := range []string{"lock_wait_p99_ms", "p99_over_predicted"} {
+		got := Evaluate([]Check{{Name: "x", Mode: "budgeted", Class: "checkout", Figure: figure, Service: "catalog", AtMost: ptr(1000)}}, r)[0]
+		if got.Pass || got.Error != "budgeted mode gave no "+figure+" over the span" || got.Value != 0 {
+			t.Errorf("%s: got %+v, want a failed check saying the span gave no such figure", figure, got)
+		}
+		if _, err := json.Marshal(got); err != nil {
+			t.Errorf("%s: %v", figure, err)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"encoding/json"
 	"math"
 	"sort"
 )
@@ -8,8 +9,37 @@ import (
 // Histogram is one hop's duration histogram read from /metrics: counts
 // cumulative by upper bound (seconds), ascending, the last bound +Inf.
 type Histogram struct {
+	Bounds []float64
+	Counts []float64
+}
+
+// histogramJSON is a Histogram as JSON carries it: JSON has no +Inf, so
+// the last bound is left out, and the counts keep its count last.
+type histogramJSON struct {
 	Bounds []float64 `json:"bounds"`
 	Counts []float64 `json:"counts"`
+}
+
+// MarshalJSON writes h without its +Inf bound.
+func (h Histogram) MarshalJSON() ([]byte, error) {
+	out := histogramJSON{Bounds: h.Bounds, Counts: h.Counts}
+	if n := len(h.Bounds); n > 0 && math.IsInf(h.Bounds[n-1], 1) {
+		out.Bounds = h.Bounds[:n-1]
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote, its +Inf bound put back.
+func (h *Histogram) UnmarshalJSON(b []byte) error {
+	var in histogramJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	if len(in.Counts) == len(in.Bounds)+1 {
+		in.Bounds = append(in.Bounds, math.Inf(1))
+	}
+	*h = Histogram(in)
+	return nil
 }
 
 // Add folds o, with the same bounds, into h (a hop's outcomes together).

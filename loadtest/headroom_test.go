@@ -1,7 +1,9 @@
 package loadtest
 
 import (
+	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -95,5 +97,22 @@ func TestHeadroomCheck(t *testing.T) {
 	c.Dep = ""
 	if err := c.validate(sc); err == nil {
 		t.Error("a headroom_ms check without dep validates")
+	}
+}
+
+// A histogram travels as JSON from the generator's process to the lab's,
+// which has no +Inf: it arrives as it left.
+func TestHistogramJSONRoundTrip(t *testing.T) {
+	h := Histogram{Bounds: []float64{0.1, 0.2, math.Inf(1)}, Counts: []float64{3, 5, 6}}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Histogram
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, h) {
+		t.Errorf("%s read back as %+v, want %+v", b, got, h)
 	}
 }

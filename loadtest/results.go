@@ -188,6 +188,12 @@ type ServerFigures struct {
 	// HopBreakerOpens are how many times each hop's breaker opened, by
 	// "service/dep".
 	HopBreakerOpens map[string]float64 `json:"hop_breaker_opens,omitempty"`
+	// HopDurations are each hop's duration histogram over the span, every
+	// outcome together, by "service/dep", for the hops that made calls:
+	// what the lab composes into the checkout's predicted latency
+	// (Summary.Predicted). A phase's start once the calls of the phase
+	// before are over (the longest deadline in, at most a quarter of it).
+	HopDurations map[string]Histogram `json:"hop_durations,omitempty"`
 	// LockWaitP99MS is the p99 of the catalog's reservations' waits for
 	// their products' locks over the span (those that got them and those
 	// that gave up), in milliseconds, and LockWaits how many waited: the

@@ -163,6 +163,9 @@ func runMode(ctx context.Context, sc Scenario, shop Target, m mode.Mode, nonce s
 			sent += len(got)
 		}
 		span.Server = serverFigures(phased[i].from, phased[i].to, sent)
+		if phased[i].settled.Hops != nil {
+			span.Server.HopDurations = serverFigures(phased[i].settled, phased[i].to, sent).HopDurations
+		}
 		if span.Faulty {
 			faultyLength += time.Duration(p.Duration)
 		}
@@ -277,6 +280,21 @@ type phaseRun struct {
 	start    time.Duration
 	samples  map[string][]Sample
 	from, to Counters
+	// settled are the counters once the calls the phase before started
+	// are over (settleTime into the phase): the hops' histograms the
+	// phase's predictions compose start there. Zero if that read failed.
+	settled Counters
+}
+
+// settleTime is how long into a phase the calls the phase before started
+// may still run: the longest deadline of the scenario's classes, at most
+// a quarter of the phase.
+func (s Scenario) settleTime(p Phase) time.Duration {
+	var d time.Duration
+	for name := range s.Classes {
+		d = max(d, s.DeadlineOf(name))
+	}
+	return min(d, time.Duration(p.Duration)/4)
 }
 
 // runPhases runs the phases on one timeline: each begins at its scheduled
@@ -323,10 +341,18 @@ func runPhases(ctx context.Context, sc Scenario, shop Target, start time.Time, m
 		}
 		out[i].start = time.Since(start)
 		classes := sc.phaseClasses(p, m, fmt.Sprintf("%s-%d", keyPrefix, i), fx)
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			out[i].samples, errs[i] = Run(ctx, Options{Base: shop.URL(), Duration: time.Duration(p.Duration), OnSample: onSample}, classes...)
+		}()
+		go func() {
+			defer wg.Done()
+			select {
+			case <-ctx.Done():
+			case <-time.After(sc.settleTime(p)):
+				out[i].settled, _ = shop.Counters(ctx)
+			}
 		}()
 		offset += time.Duration(p.Duration)
 	}
@@ -596,6 +622,10 @@ func serverFigures(before, after Counters, requests int) ServerFigures {
 				s.HopCalls = map[string]float64{}
 			}
 			s.HopCalls[hop] = n
+			if s.HopDurations == nil {
+				s.HopDurations = map[string]Histogram{}
+			}
+			s.HopDurations[hop] = h.Since(before.Hops[hop])
 			if s.CapMS == nil {
 				s.CapMS = map[string]float64{}
 			}

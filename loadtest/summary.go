@@ -39,6 +39,63 @@ type Summary struct {
 	// its default value. DegradedRatio is Degraded / Good.
 	Degraded      int     `json:"degraded"`
 	DegradedRatio float64 `json:"degraded_ratio"`
+	// Predicted is the class's latency as `mercado budget predict`
+	// composes it from the hops' histograms over the same span, when the
+	// lab could (the checkout, on a shop it started).
+	Predicted *Predicted `json:"predicted,omitempty"`
+}
+
+// Predicted is a prediction of a class's latency from its calls'
+// distributions (internal/budget's Predict), beside what was measured.
+type Predicted struct {
+	P50MS float64 `json:"p50_ms"`
+	P99MS float64 `json:"p99_ms"`
+	// MissShare is the share of requests predicted to miss the deadline.
+	MissShare float64 `json:"miss_share"`
+}
+
+// Assumption words for Summary.Parted.
+const (
+	PredictionAgrees   = "agrees"
+	PredictionRetries  = "slower: retries"
+	PredictionQueueing = "slower: queueing"
+	PredictionBuckets  = "faster: buckets"
+)
+
+// A measured p99 agrees with its prediction between AgreeLow and
+// AgreeHigh times it, or within OwnWorkMS of it however small it is: the
+// services' own work, which the prediction leaves out, takes a few
+// milliseconds a checkout (docs/loadtest.md).
+const (
+	AgreeLow  = 0.8
+	AgreeHigh = 1.25
+	OwnWorkMS = 10
+)
+
+// Parted says whether s's measured p99 agrees with its prediction — from
+// AgreeLow to AgreeHigh times it, or within OwnWorkMS — and when it does not,
+// which of the prediction's assumptions the span broke. Slower: the
+// services retried in the span (the prediction makes each call once), or
+// else the requests spent time outside their calls — waiting for a pool
+// or a lock's line — which the prediction does not know. Faster: the
+// hops' histograms are read linearly within their buckets, as wide as 300
+// to 500 ms, which spreads a tail wider than it is. "" without a
+// prediction.
+func (s Summary) Parted(server ServerFigures) string {
+	if s.Predicted == nil || s.Predicted.P99MS <= 0 {
+		return ""
+	}
+	r, gap := s.P99MS/s.Predicted.P99MS, s.P99MS-s.Predicted.P99MS
+	switch {
+	case math.Abs(gap) <= OwnWorkMS:
+	case r > AgreeHigh && server.Retries > 0:
+		return PredictionRetries
+	case r > AgreeHigh:
+		return PredictionQueueing
+	case r < AgreeLow:
+		return PredictionBuckets
+	}
+	return PredictionAgrees
 }
 
 // Summarize computes a class's figures. A request is good when it got a

@@ -137,6 +137,9 @@ func newHTMLReport(r loadtest.Results) htmlReport {
 			}
 			lat.Series = append(lat.Series, chartSeries{Name: m.Mode, Colour: colour, Dash: dash, Points: p99})
 			good.Series = append(good.Series, chartSeries{Name: m.Mode, Colour: colour, Dash: dash, Points: ok})
+			if pts := predictedSteps(m, class); pts != nil {
+				lat.Series = append(lat.Series, chartSeries{Name: m.Mode + ", predicted from the hops", Colour: colour, Dash: "2 4", Thin: true, Points: pts})
+			}
 		}
 		if len(modes) > 0 {
 			good.Series = append(good.Series, chartSeries{Name: "offered (requests/s)", Colour: "#888888", Dash: "3 5", Thin: true,
@@ -509,7 +512,7 @@ ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 
 </section>
 {{if .Phases}}<section id="phases">
 <h2>Phase by phase</h2>
-<p class="note">Each phase on its own, goodput per second of the phase: the fault's effect apart from the calm before and after it.</p>
+<p class="note">Each phase on its own, goodput per second of the phase: the fault's effect apart from the calm before and after it. The checkout's p99 predicted from the hops is what <code>mercado budget predict</code> composes from the histograms of the calls orders made in the phase (docs/budgets.md); the row under it says whether the run agrees, within a quarter, or which of the prediction's assumptions it broke: retries, queueing outside the calls, or the histograms' wide buckets.</p>
 <table>
 {{template "head" .}}
 {{range .Phases}}{{template "section" .}}{{end}}
@@ -543,6 +546,25 @@ ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 
 {{range .Rows}}<tr><td>{{.Label}}</td>{{range .Cells}}<td class="n">{{.}}</td>{{end}}{{if ne .Ratio ""}}<td class="n{{with .Verdict}} {{.}}{{end}}">{{.Ratio}}</td>{{end}}</tr>
 {{end}}</tbody>
 {{end}}`
+
+// predictedSteps is the class's p99 predicted from the hops in each phase
+// of m, as a step across the phase (a gap where there is none); nil when
+// no phase has one.
+func predictedSteps(m loadtest.ModeResult, class string) []chartPoint {
+	var pts []chartPoint
+	found := false
+	for _, p := range m.Phases {
+		y := math.NaN()
+		if s := findSummary(p.Classes, class); s != nil && s.Predicted != nil {
+			y, found = s.Predicted.P99MS, true
+		}
+		pts = append(pts, chartPoint{p.StartS, y}, chartPoint{p.EndS, y}, chartPoint{p.EndS, math.NaN()})
+	}
+	if !found {
+		return nil
+	}
+	return pts
+}
 
 // bandLabel names a faulty phase's band: its simulated faults as
 // "fault", its network faults as "network fault", with the links'

@@ -599,3 +599,35 @@ func TestReportsShowProcessingApart(t *testing.T) {
 		t.Errorf("a run without 202s shows 202 rows:\n%s", b.String())
 	}
 }
+
+// A phase whose checkout has a prediction shows the measured p99 beside
+// it, and whether the run agrees or which assumption it broke; the
+// latency chart draws it per mode.
+func TestTableShowsPredictedBesideMeasured(t *testing.T) {
+	r := phasedResults()
+	naive, budgeted := &r.Modes[0], &r.Modes[1]
+	naive.Phases[0].Classes[0].P99MS, naive.Phases[0].Classes[0].Predicted = 104, &loadtest.Predicted{P99MS: 100}
+	budgeted.Phases[0].Classes[0].P99MS, budgeted.Phases[0].Classes[0].Predicted = 9, &loadtest.Predicted{P99MS: 3}
+	naive.Phases[1].Classes[0].P99MS, naive.Phases[1].Classes[0].Predicted = 2900, &loadtest.Predicted{P99MS: 300}
+	naive.Phases[1].Server.Retries = 40
+	budgeted.Phases[1].Classes[0].P99MS, budgeted.Phases[1].Classes[0].Predicted = 800, &loadtest.Predicted{P99MS: 300}
+	var b strings.Builder
+	WriteTable(&b, r)
+	lines := strings.Split(b.String(), "\n")
+	for _, row := range [][]string{
+		{"checkout p99 predicted from the hops (ms)", "100.0", "3.0", "1/33"},
+		// Within 10 ms agrees, however small the prediction.
+		{"checkout p99 against the prediction", "agrees", "agrees", "-"},
+		{"checkout p99 against the prediction", "slower: retries", "slower: queueing", "-"},
+	} {
+		if !hasRow(lines, row) {
+			t.Errorf("no row %q:\n%s", row, b.String())
+		}
+	}
+	page := renderHTML(t, r)
+	for _, want := range []string{"naive, predicted from the hops", "budgeted, predicted from the hops", "which of the prediction's assumptions it broke"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

@@ -278,9 +278,10 @@ func compareModes(r loadtest.Results) comparison {
 		faulty, arrivals := false, ""
 		for _, class := range classNames(modes) {
 			sums := make([]*loadtest.Summary, len(modes))
+			servers := make([]loadtest.ServerFigures, len(modes))
 			for i, m := range modes {
 				if j := slices.IndexFunc(m.Phases, func(p loadtest.PhaseSpan) bool { return p.Name == phase }); j >= 0 {
-					sums[i] = findSummary(m.Phases[j].Classes, class)
+					sums[i], servers[i] = findSummary(m.Phases[j].Classes, class), m.Phases[j].Server
 					faulty = faulty || m.Phases[j].Faulty
 					arrivals = m.Phases[j].Arrivals.String()
 				}
@@ -293,6 +294,27 @@ func compareModes(r loadtest.Results) comparison {
 			}
 			add("goodput (good/s)", dirHigher, "%.1f", func(s loadtest.Summary) float64 { return s.Goodput })
 			add("p99.9 (ms)", dirLower, "%.1f", func(s loadtest.Summary) float64 { return s.P999MS })
+			if slices.ContainsFunc(sums, func(s *loadtest.Summary) bool { return s != nil && s.Predicted != nil }) {
+				add("p99 (ms)", dirLower, "%.1f", func(s loadtest.Summary) float64 { return s.P99MS })
+				add("p99 predicted from the hops (ms)", dirNeutral, "%.1f", func(s loadtest.Summary) float64 {
+					if s.Predicted == nil {
+						return math.NaN()
+					}
+					return s.Predicted.P99MS
+				})
+				parted := tableRow{Label: class + " p99 against the prediction", Brief: true}
+				for i, sum := range sums {
+					cell := "-"
+					if sum != nil && sum.Parted(servers[i]) != "" {
+						cell = sum.Parted(servers[i])
+					}
+					parted.Cells = append(parted.Cells, cell)
+				}
+				if c.RatioHead != "" {
+					parted.Ratio = "-"
+				}
+				s.Rows = append(s.Rows, parted)
+			}
 		}
 		switch {
 		case faulty && arrivals != loadtest.ArrivalsConstant:
