@@ -512,7 +512,7 @@ ul.lines { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 
 </section>
 {{if .Phases}}<section id="phases">
 <h2>Phase by phase</h2>
-<p class="note">Each phase on its own, goodput per second of the phase: the fault's effect apart from the calm before and after it. The checkout's p99 predicted from the hops is what <code>mercado budget predict</code> composes from the histograms of the calls orders made in the phase (docs/budgets.md); the row under it says whether the run agrees, within a quarter, or which of the prediction's assumptions it broke: retries, queueing outside the calls, or the histograms' wide buckets.</p>
+<p class="note">Each phase on its own, goodput per second of the phase: the fault's effect apart from the calm before and after it. The checkout's p99 predicted from the hops is what <code>mercado budget predict</code> composes from the histograms of the calls orders made in the phase (docs/budgets.md); the row under it says whether the run agrees (from 0.8 to 1.25 times it, or within 10 ms: the services' own work, which it leaves out) or which of the prediction's assumptions it broke: retries, queueing outside the calls, or the histograms' wide buckets.</p>
 <table>
 {{template "head" .}}
 {{range .Phases}}{{template "section" .}}{{end}}
