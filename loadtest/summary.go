@@ -78,8 +78,8 @@ const (
 // services retried in the span (the prediction makes each call once), or
 // else the requests spent time outside their calls — waiting for a pool
 // or a lock's line — which the prediction does not know. Faster: the
-// hops' histograms are read linearly within their buckets, as wide as 300
-// to 500 ms, which spreads a tail wider than it is. "" without a
+// hops' histograms are read linearly within their buckets, as wide as 500
+// to 800 ms, which spreads a tail wider than it is. "" without a
 // prediction.
 func (s Summary) Parted(server ServerFigures) string {
 	if s.Predicted == nil || s.Predicted.P99MS <= 0 {
