@@ -35,6 +35,12 @@ func TestFanoutReplaysExercise2(t *testing.T) {
 			t.Errorf("deadline_ms %d, want 900", run.DeadlineMS)
 		}
 	}
+	for name, run := range map[string]ReplayRun{"naive sequential": ns, "budgeted sequential": bs, "budgeted parallel": bp} {
+		predictionHolds(t, name, run.Predicted, run.TotalMS, run.DeadlineMS, run.Verdict)
+	}
+	if ns.Predicted.TotalMS != 1050 || bp.Predicted.TotalMS != 800 {
+		t.Errorf("predicted %d ms in series, %d at once; want 250 + 300 + 500 and max(250, 300) + 500", ns.Predicted.TotalMS, bp.Predicted.TotalMS)
+	}
 	hop := func(r ReplayRun, name string) ReplayHop { return r.Hops[slices.Index(chain, name)] }
 	end := func(h ReplayHop) int64 { return h.StartMS + h.TookMS }
 
@@ -139,7 +145,7 @@ func TestReplayJSONShape(t *testing.T) {
 			t.Errorf("top-level keys %q, want %q", keys, tc.runs)
 		}
 		r := got[tc.runs[0]]
-		if keys := sortedKeys(r); !slices.Equal(keys, []string{"deadline_ms", "hops", "http_status", "total_ms", "verdict"}) {
+		if keys := sortedKeys(r); !slices.Equal(keys, []string{"deadline_ms", "hops", "http_status", "predicted", "total_ms", "verdict"}) {
 			t.Errorf("a run's keys %q", keys)
 		}
 		h := r["hops"].([]any)[0].(map[string]any)

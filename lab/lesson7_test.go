@@ -29,6 +29,12 @@ func TestLesson7ReplaysTheLesson(t *testing.T) {
 	if b.Verdict != "WITHIN" || b.TotalMS > cfg.Deadline.Milliseconds() {
 		t.Errorf("budgeted total %d ms, verdict %s; want within %v", b.TotalMS, b.Verdict, cfg.Deadline)
 	}
+	for name, m := range map[string]ReplayRun{"naive": n, "budgeted": b} {
+		predictionHolds(t, name, m.Predicted, m.TotalMS, m.DeadlineMS, m.Verdict)
+	}
+	if !n.Predicted.CutShort || b.Predicted.CutShort {
+		t.Errorf("naive predicted %+v, budgeted %+v: want naive's shipping cut at its cap, budgeted's deferred", n.Predicted, b.Predicted)
+	}
 	for _, m := range []ReplayRun{n, b} {
 		if len(m.Hops) != 3 {
 			t.Fatalf("hops = %+v, want catalog, payments, shipping", m.Hops)

@@ -40,6 +40,11 @@ type replay struct {
 	// from its calls for its answer's way back, and the least budget
 	// worth starting a call with.
 	margin, floor time.Duration
+	// edge and own are what the checkout spends outside orders' calls:
+	// the gateway's work before it calls orders, orders' after its last
+	// call. ordersMargin, when set, is orders' own margin instead of
+	// margin. The prediction (predict) uses them.
+	edge, own, ordersMargin time.Duration
 	// spare is what the budget leaves a budgeted answer, after orders'
 	// last call, to reach the client by the deadline. An answer that
 	// missed the deadline with time to spare was decided by a stall of
@@ -137,6 +142,8 @@ type ReplayRun struct {
 	Verdict    string      `json:"verdict"`
 	HTTPStatus int         `json:"http_status"`
 	Hops       []ReplayHop `json:"hops"`
+	// Predicted is what the lesson's hops predict of the checkout.
+	Predicted ReplayPrediction `json:"predicted"`
 	// MeasuredAgain says why each earlier try was measured again: a
 	// stall of this process decided it (see stalls.go). Disturbed says
 	// the same of this try, when every try was.
@@ -178,7 +185,7 @@ func (rp replay) measure(ctx context.Context, log *slog.Logger) ([]ReplayRun, er
 		if err != nil {
 			return nil, fmt.Errorf("%s run: %w", w, err)
 		}
-		r.MeasuredAgain, r.Disturbed = again, stalled
+		r.MeasuredAgain, r.Disturbed, r.Predicted = again, stalled, rp.predict(w)
 		runs = append(runs, r)
 	}
 	return runs, nil

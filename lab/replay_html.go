@@ -71,6 +71,7 @@ func (rp replay) budgetRuns(runs []ReplayRun) []report.BudgetRun {
 			}
 			run.Hops = append(run.Hops, bh)
 		}
+		run.Notes = append(run.Notes, "Budget predict, from the lesson's hops: answered at "+r.Predicted.summary()+".")
 		run.Notes = append(run.Notes, measuredAgain(r.MeasuredAgain, r.Disturbed)...)
 		out = append(out, run)
 	}
@@ -115,7 +116,7 @@ func (r WaterfallResult) WriteHTML(w io.Writer, cfg WaterfallConfig) error {
 		bh.Clipped = bh.Called && st.TimeoutMS < st.CapMS
 		run.Hops = append(run.Hops, bh)
 	}
-	run.Notes = measuredAgain(r.MeasuredAgain, r.Disturbed)
+	run.Notes = append([]string{"Budget predict, from the lesson's steps: answered at " + r.Predicted.summary() + "."}, measuredAgain(r.MeasuredAgain, r.Disturbed)...)
 	p := report.BudgetPage{
 		Title: fmt.Sprintf("The %s ms create-order waterfall", report.FormatMS(r.BudgetMS)),
 		Intro: []string{fmt.Sprintf("The gateway works %s ms first; orders keeps the last %s ms of the budget for its answer and calls inventory (catalog, cap %s ms, takes %s ms), then payment (cap %s ms, takes %s ms).",

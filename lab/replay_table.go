@@ -67,6 +67,7 @@ func (rp replay) writeRun(w io.Writer, wy way, run ReplayRun) {
 		verdict = "OVER (past the client's deadline)"
 	}
 	fmt.Fprintf(w, "  total elapsed = %d ms vs deadline %d ms  -> %s   [HTTP %d]\n", run.TotalMS, run.DeadlineMS, verdict, run.HTTPStatus)
+	fmt.Fprintf(w, "  %s\n", run.Predicted)
 	for i, why := range run.MeasuredAgain {
 		fmt.Fprintf(w, "  (try %d was measured again: %s)\n", i+1, why)
 	}

@@ -69,6 +69,7 @@ func (c WaterfallConfig) Validate() error { return setting.Check(c.Settings()...
 func (c WaterfallConfig) replay() replay {
 	return replay{
 		name: "waterfall", deadline: c.Budget, margin: serve.DefaultMargin, floor: serve.DefaultFloor,
+		edge: c.GatewayWork, own: c.Cleanup, ordersMargin: c.Reserve,
 		// Orders keeps the reserve back for its answer, and its final
 		// write spends some of it.
 		spare: c.Reserve - c.Cleanup,
@@ -121,6 +122,8 @@ type WaterfallResult struct {
 	Status     string          `json:"status"`
 	OrderID    string          `json:"order_id"`
 	Steps      []WaterfallStep `json:"steps"`
+	// Predicted is what the lesson's steps predict of the answer.
+	Predicted ReplayPrediction `json:"predicted"`
 	// ReplayHTTPStatus and ReplayOrderID are the answer to the same
 	// checkout sent again under the same Idempotency-Key, right after the
 	// first answer (when that one named an order).
@@ -192,7 +195,7 @@ func waterfallOnce(ctx context.Context, cfg WaterfallConfig, log *slog.Logger) (
 	res := WaterfallResult{
 		BudgetMS: run.DeadlineMS, TotalMS: run.TotalMS,
 		HTTPStatus: run.HTTPStatus, Status: answer.Status, OrderID: answer.OrderID,
-		Steps: waterfallSteps(cfg, t.hops),
+		Steps: waterfallSteps(cfg, t.hops), Predicted: rp.predict(rp.ways[0]),
 	}
 
 	if res.OrderID != "" {
@@ -371,6 +374,7 @@ func (r WaterfallResult) WriteTable(w io.Writer, cfg WaterfallConfig) {
 		fmt.Fprintf(w, " for order %s", r.OrderID)
 	}
 	fmt.Fprintf(w, " after %d ms (budget %d ms).\n", r.TotalMS, r.BudgetMS)
+	fmt.Fprintf(w, "The lesson's steps predicted it (mercado budget predict): %s.\n", r.Predicted.summary())
 	if r.OrderID == "" {
 		fmt.Fprintln(w, "No order came back to follow.")
 	} else {

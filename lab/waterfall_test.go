@@ -27,6 +27,14 @@ func TestWaterfall(t *testing.T) {
 	if res.HTTPStatus != 202 || res.Status != "processing" || res.OrderID == "" {
 		t.Fatalf("answer = %d %q (order %q), want 202 processing", res.HTTPStatus, res.Status, res.OrderID)
 	}
+	verdict := "WITHIN"
+	if res.TotalMS > res.BudgetMS {
+		verdict = "OVER"
+	}
+	predictionHolds(t, "waterfall", res.Predicted, res.TotalMS, res.BudgetMS, verdict)
+	if !res.Predicted.CutShort {
+		t.Errorf("predicted %+v: want the charge cut at its timeout", res.Predicted)
+	}
 	// The gateway's 100 ms and catalog's 290 ms are sleeps, so payment
 	// cannot start before 390 ms; the answer must still come by the budget.
 	if res.TotalMS < 390 || res.TotalMS > cfg.Budget.Milliseconds()+50 {

@@ -45,7 +45,8 @@ const (
 type ModePrediction struct {
 	Mode string `json:"mode"`
 	// P50Ms, P99Ms and P999Ms are the answers' latency percentiles, every
-	// answer counted (a failure when it is answered). Past is set when
+	// answer counted (a failure's too, once the own work after it is
+	// done). Past is set when
 	// the p99.9 is beyond the grid's horizon (three targets): the figures
 	// there are the horizon.
 	P50Ms  float64 `json:"p50_ms"`
@@ -131,14 +132,13 @@ func (m *model) predict() ModePrediction {
 	start[m.bin(m.file.Edge)] = 1
 	o := m.eval(&m.file.Graph, start)
 	// The answer: the service's own work after the calls, then the way
-	// back; a failure answers when it happens.
+	// back, whether the calls ended well or not.
 	answers := make([]float64, m.n)
 	own := m.bin(m.file.Own)
 	var failed, late float64
 	target := m.bin(m.file.Target)
 	for j := range m.n {
-		answers[min(j+own, m.n-1)] += o.ok[j]
-		answers[j] += o.fail[j]
+		answers[min(j+own, m.n-1)] += o.ok[j] + o.fail[j]
 		failed += o.fail[j]
 		if j+own > target {
 			late += o.ok[j]
