@@ -82,25 +82,9 @@ func runBudgetPlan(ctx context.Context, args []string, getenv func(string) strin
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	from := fs.String("from", "", "a running shop's gateway admin URL, such as http://localhost:9080: the p99s of the calls it has measured come from every service's hop histograms")
 	token := fs.String("admin-token", "", "admin bearer token, when the shop requires one")
-	// The file comes first; flags may follow it.
-	file := ""
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		file, args = args[0], args[1:]
-	}
-	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+	file, f, help, err := readCallGraph("budget plan", fs, args, getenv, from)
+	if help || err != nil {
 		return err
-	}
-	if file == "" {
-		return usagef("budget plan: name a call graph file (--help shows its shape)")
-	}
-	r, err := os.Open(file)
-	if err != nil {
-		return usagef("budget plan: %w", err)
-	}
-	defer r.Close()
-	f, err := budget.Parse(file, r, *from != "")
-	if err != nil {
-		return usagef("budget plan: %w", err)
 	}
 	if *from != "" {
 		obs, err := budget.Observe(ctx, *from, *token)
@@ -134,6 +118,32 @@ func runBudgetPlan(ctx context.Context, args []string, getenv func(string) strin
 		return fmt.Errorf("budget plan: %s: the critical path does not fit (%d ms p99, %d ms available)", file, p.CriticalPathP99Ms, p.AvailableMs)
 	}
 	return nil
+}
+
+// readCallGraph parses cmd's flags and reads the call graph file that
+// comes first in args (flags may follow it): its calls may leave out
+// their p99 when --from (from) names a shop to read them from.
+func readCallGraph(cmd string, fs *flag.FlagSet, args []string, getenv func(string) string, from *string) (string, budget.File, bool, error) {
+	file := ""
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		file, args = args[0], args[1:]
+	}
+	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+		return "", budget.File{}, help, err
+	}
+	if file == "" {
+		return "", budget.File{}, false, usagef("%s: name a call graph file (--help shows its shape)", cmd)
+	}
+	r, err := os.Open(file)
+	if err != nil {
+		return "", budget.File{}, false, usagef("%s: %w", cmd, err)
+	}
+	defer r.Close()
+	f, err := budget.Parse(file, r, *from != "")
+	if err != nil {
+		return "", budget.File{}, false, usagef("%s: %w", cmd, err)
+	}
+	return file, f, false, nil
 }
 
 const budgetPredictUsage = `Usage: mercado budget predict FILE [flags]
@@ -171,24 +181,9 @@ func runBudgetPredict(ctx context.Context, args []string, getenv func(string) st
 	asJSON := fs.Bool("json", false, "print the prediction as JSON")
 	from := fs.String("from", "", "a running shop's gateway admin URL, such as http://localhost:9080: the calls it has measured take their hop histograms from it")
 	token := fs.String("admin-token", "", "admin bearer token, when the shop requires one")
-	file := ""
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		file, args = args[0], args[1:]
-	}
-	if help, err := parseCommand(fs, args, getenv); help || err != nil {
+	file, f, help, err := readCallGraph("budget predict", fs, args, getenv, from)
+	if help || err != nil {
 		return err
-	}
-	if file == "" {
-		return usagef("budget predict: name a call graph file (--help shows its shape)")
-	}
-	r, err := os.Open(file)
-	if err != nil {
-		return usagef("budget predict: %w", err)
-	}
-	defer r.Close()
-	f, err := budget.Parse(file, r, *from != "")
-	if err != nil {
-		return usagef("budget predict: %w", err)
 	}
 	if *from != "" {
 		hops, err := budget.ObserveHops(ctx, *from, *token)

@@ -101,28 +101,7 @@ func TestBudgetPlan(t *testing.T) {
 // the calls the shop does not make.
 func TestBudgetPlanFromAShop(t *testing.T) {
 	ctx := context.Background()
-	cfg := shop.EphemeralConfig()
-	cfg.Catalog.Faults = faults.Set{"ReserveStock": {Latency: 30 * time.Millisecond}}
-	cfg.Payments.Faults = faults.Set{"ScreenOrder": {Latency: 70 * time.Millisecond}}
-	s, err := shop.Start(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	for i := range 10 {
-		req, _ := http.NewRequest(http.MethodPost, s.GatewayURL()+"/api/checkout",
-			strings.NewReader(`{"customer":"ana","items":[{"sku":"tea-sencha","qty":1}],"address":"1 Main St"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", fmt.Sprintf(`"plan-from-%d"`, i))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("checkout: %s", resp.Status)
-		}
-	}
+	s := slowShop(t, "plan-from")
 	admin := "http://" + s.Gateway.AdminAddr
 	file := filepath.Join(t.TempDir(), "checkout.yaml")
 	plan := func(src string, args ...string) (map[string]float64, string, int) {
@@ -257,31 +236,13 @@ func TestBudgetPredict(t *testing.T) {
 // histograms: two calls at once cost the slower.
 func TestBudgetPredictFromAShop(t *testing.T) {
 	ctx := context.Background()
-	cfg := shop.EphemeralConfig()
-	cfg.Catalog.Faults = faults.Set{"ReserveStock": {Latency: 30 * time.Millisecond}}
-	cfg.Payments.Faults = faults.Set{"ScreenOrder": {Latency: 70 * time.Millisecond}}
-	s, err := shop.Start(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	for i := range 10 {
-		req, _ := http.NewRequest(http.MethodPost, s.GatewayURL()+"/api/checkout",
-			strings.NewReader(`{"customer":"ana","items":[{"sku":"tea-sencha","qty":1}],"address":"1 Main St"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", fmt.Sprintf(`"predict-from-%d"`, i))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
+	s := slowShop(t, "predict-from")
 	file := filepath.Join(t.TempDir(), "checkout.yaml")
 	if err := os.WriteFile(file, []byte("target: 1s\ngraph:\n  seq:\n    - par:\n        - call: {name: catalog}\n        - call: {name: fraud}\n    - call: {name: payments}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	err = run(ctx, []string{"budget", "predict", file, "--json", "--from", "http://" + s.Gateway.AdminAddr}, env(nil), &out, &errb)
+	err := run(ctx, []string{"budget", "predict", file, "--json", "--from", "http://" + s.Gateway.AdminAddr}, env(nil), &out, &errb)
 	if code := exitCode(err, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -302,4 +263,33 @@ func TestBudgetPredictFromAShop(t *testing.T) {
 	if got := p.Modes[0].P50Ms; got < 50 || got >= 200 {
 		t.Errorf("predicted p50 %.1f ms, want the fraud screen's bucket, (50, 100] ms, or one above", got)
 	}
+}
+
+// slowShop starts a shop whose stock reservation takes 30 ms and fraud
+// screen 70 ms, and makes ten checkouts on it, keyed key-0 to key-9.
+func slowShop(t *testing.T, key string) *shop.Shop {
+	t.Helper()
+	cfg := shop.EphemeralConfig()
+	cfg.Catalog.Faults = faults.Set{"ReserveStock": {Latency: 30 * time.Millisecond}}
+	cfg.Payments.Faults = faults.Set{"ScreenOrder": {Latency: 70 * time.Millisecond}}
+	s, err := shop.Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop() })
+	for i := range 10 {
+		req, _ := http.NewRequest(http.MethodPost, s.GatewayURL()+"/api/checkout",
+			strings.NewReader(`{"customer":"ana","items":[{"sku":"tea-sencha","qty":1}],"address":"1 Main St"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", fmt.Sprintf(`"%s-%d"`, key, i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("checkout: %s", resp.Status)
+		}
+	}
+	return s
 }
