@@ -195,7 +195,9 @@ func TestBudgetCheckFromRunningShop(t *testing.T) {
 	}
 }
 
-func checkout(t *testing.T, gatewayURL, key string) {
+// checkout makes one checkout at the gateway under key and returns its
+// status.
+func checkout(t *testing.T, gatewayURL, key string) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, gatewayURL+"/api/checkout",
 		strings.NewReader(`{"customer":"ana","items":[{"sku":"tea-sencha","qty":1}],"address":"1 Main St"}`))
@@ -206,6 +208,7 @@ func checkout(t *testing.T, gatewayURL, key string) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+	return resp.StatusCode
 }
 
 func getContract(t *testing.T, adminURL string, c *budgetcheck.Contract) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -42,21 +41,8 @@ func TestBudgetSuggestFromAShop(t *testing.T) {
 		t.Errorf("before any traffic: exit %d, %s", code, stderr)
 	}
 
-	const checkouts = 20
-	for i := range checkouts {
-		req, _ := http.NewRequest(http.MethodPost, s.GatewayURL()+"/api/checkout",
-			strings.NewReader(`{"customer":"ana","items":[{"sku":"tea-sencha","qty":1}],"address":"1 Main St"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", fmt.Sprintf(`"suggest-%d"`, i))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("checkout: %s", resp.Status)
-		}
-	}
+	const n = 20
+	checkouts(t, s.GatewayURL(), "suggest", n)
 
 	out, stderr, code := suggest()
 	if code != 0 {
@@ -65,10 +51,10 @@ func TestBudgetSuggestFromAShop(t *testing.T) {
 	for _, want := range []string{
 		"margin 20% over each p99, edge budget 1200 ms",
 		fmt.Sprintf("orders → catalog: p99 "),
-		fmt.Sprintf(" over %d calls + 20%% = ", checkouts),
+		fmt.Sprintf(" over %d calls + 20%% = ", n),
 		"connect: a quarter of the shortest budget a calling service holds (orders, by gateway --orders-cap: ",
 		"gateway Checkout: ",
-		fmt.Sprintf("orders → catalog: a p99 over %d calls is no better than the slowest call or two", checkouts),
+		fmt.Sprintf("orders → catalog: a p99 over %d calls is no better than the slowest call or two", n),
 		"mercado serve orders --catalog-cap=",
 		"mercado serve all --orders-cap=",
 		"MERCADO_CATALOG_CAP=",
@@ -107,7 +93,7 @@ func TestBudgetSuggestFromAShop(t *testing.T) {
 		// slowest of 20 calls several buckets up, so only a p99 below the
 		// work or far past it fails. The cap is the p99 plus 10 ms,
 		// rounded up to 5 ms.
-		if h.Samples != checkouts || h.P99MS < 30 || h.P99MS > 1000 || h.CapMS < h.P99MS+10 || h.CapMS > h.P99MS+15 {
+		if h.Samples != n || h.P99MS < 30 || h.P99MS > 1000 || h.CapMS < h.P99MS+10 || h.CapMS > h.P99MS+15 {
 			t.Errorf("orders → catalog: %+v", h)
 		}
 	}

@@ -277,19 +277,17 @@ func slowShop(t *testing.T, key string) *shop.Shop {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Stop() })
-	for i := range 10 {
-		req, _ := http.NewRequest(http.MethodPost, s.GatewayURL()+"/api/checkout",
-			strings.NewReader(`{"customer":"ana","items":[{"sku":"tea-sencha","qty":1}],"address":"1 Main St"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", fmt.Sprintf(`"%s-%d"`, key, i))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("checkout: %s", resp.Status)
+	checkouts(t, s.GatewayURL(), key, 10)
+	return s
+}
+
+// checkouts makes n checkouts at the gateway, keyed key-0 to key-(n−1),
+// each answered 201.
+func checkouts(t *testing.T, gatewayURL, key string, n int) {
+	t.Helper()
+	for i := range n {
+		if code := checkout(t, gatewayURL, fmt.Sprintf("%s-%d", key, i)); code != http.StatusCreated {
+			t.Fatalf("checkout %s-%d: %d", key, i, code)
 		}
 	}
-	return s
 }

@@ -13,15 +13,6 @@ import (
 	"github.com/mercado-lab/mercado/internal/faults"
 )
 
-func parseFile(t *testing.T, yaml string) File {
-	t.Helper()
-	f, err := Parse("test.yaml", strings.NewReader(yaml), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 // simulate draws n checkouts of f's graph as Predict models them, each
 // call from the log-normal faults draw from (Spec.Duration), and returns
 // the naive answers' latencies in ms, sorted. Only seq, par and critical
@@ -93,7 +84,7 @@ graph:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := parseFile(t, tt.yaml)
+			f := parse(t, tt.yaml)
 			p := Predict(f)
 			naive := p.Modes[0]
 			sim := simulate(f, 200_000)
@@ -127,7 +118,7 @@ func sortSearch(sorted []float64, x float64) int {
 // Calls without a p50 last their p99 every time: the prediction is the
 // plan's arithmetic, and says so.
 func TestPredictWithP99sAloneIsThePlan(t *testing.T) {
-	f := parseFile(t, `
+	f := parse(t, `
 target: 1s
 edge: 20ms
 own: 10ms
@@ -158,7 +149,7 @@ graph:
 // most what is left of the target less the margin, and none under the
 // floor.
 func TestPredictAppliesTheModesTimeouts(t *testing.T) {
-	f := parseFile(t, `
+	f := parse(t, `
 target: 1s
 margin: 10ms
 floor: 50ms
