@@ -52,9 +52,10 @@ func predictCheckouts(ctx context.Context, gatewayAdmin string, sc loadtest.Scen
 			if len(f.Graph.Seq) == 0 {
 				continue
 			}
-			pred := budget.Predict(f).Modes[0]
+			modes := budget.Predict(f).Modes
+			pred := modes[0]
 			if m.Mechanisms.ClipToBudget {
-				pred = budget.Predict(f).Modes[1]
+				pred = modes[1]
 			}
 			p.Classes[k].Predicted = &loadtest.Predicted{P50MS: pred.P50Ms, P99MS: pred.P99Ms, MissShare: pred.MissShare}
 		}

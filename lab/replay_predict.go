@@ -44,9 +44,10 @@ func (rp replay) predict(w way) ReplayPrediction {
 		}
 		f.Graph.Seq = append(f.Graph.Seq, n)
 	}
-	p := budget.Predict(f).Modes[0]
+	modes := budget.Predict(f).Modes
+	p := modes[0]
 	if w.mode == mode.Budgeted {
-		p = budget.Predict(f).Modes[1]
+		p = modes[1]
 	}
 	out := ReplayPrediction{TotalMS: int64(math.Round(p.P50Ms)), Verdict: "WITHIN", CutShort: p.FailedShare > 0.5}
 	if out.TotalMS > rp.deadline.Milliseconds() {

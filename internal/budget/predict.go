@@ -46,9 +46,8 @@ type ModePrediction struct {
 	Mode string `json:"mode"`
 	// P50Ms, P99Ms and P999Ms are the answers' latency percentiles, every
 	// answer counted (a failure's too, once the own work after it is
-	// done). Past is set when
-	// the p99.9 is beyond the grid's horizon (three targets): the figures
-	// there are the horizon.
+	// done). Past is set when the p99.9 is beyond the grid's horizon
+	// (three targets): the figures there are the horizon.
 	P50Ms  float64 `json:"p50_ms"`
 	P99Ms  float64 `json:"p99_ms"`
 	P999Ms float64 `json:"p999_ms"`
@@ -211,14 +210,14 @@ func (m *model) call(c *Call, i int, mass float64, out outcome) {
 	limit := m.caps[c]
 	if m.budgeted {
 		left := m.file.Target - time.Duration(i)*m.step - m.file.Margin
-		if limit <= 0 || left < limit {
-			limit = left
-		}
-		if limit < m.file.Floor || limit <= 0 {
+		if left < m.file.Floor || left <= 0 {
 			// Not started: a critical call fails the request at once,
 			// an optional one gives its default.
 			m.end(c, out, i, mass)
 			return
+		}
+		if limit <= 0 || left < limit {
+			limit = left
 		}
 	}
 	// X's bin j is [(j − ½)·step, (j + ½)·step): cdf[j] is the CDF at
