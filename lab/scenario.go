@@ -108,8 +108,10 @@ func scenarioOnce(ctx context.Context, sc loadtest.Scenario, log *slog.Logger, r
 	if err != nil {
 		return res, err
 	}
+	// A run without its predictions is still a measurement: say why and
+	// keep it.
 	if err := predictCheckouts(ctx, "http://"+s.Gateway.AdminAddr, sc, cfg.Shared.Margin, &res); err != nil {
-		return res, fmt.Errorf("predicting the checkouts from the hops: %w", err)
+		log.Warn("no checkout predictions from the hops", "err", err)
 	}
 	return res, nil
 }
