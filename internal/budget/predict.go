@@ -76,17 +76,16 @@ type Prediction struct {
 // distribution is its Measured histogram, else the log-normal of its P50
 // and P99, else always its P99; its timeout is its Cap, else the plan's.
 func Predict(f File) Prediction {
-	plan := Make(f)
 	caps := map[*Call]time.Duration{}
-	for i, c := range f.Graph.Calls() {
-		caps[c] = time.Duration(plan.Calls[i].CapMs) * time.Millisecond
+	allocate(&f.Graph, f.Available(), f.Margin, caps)
+	for _, c := range f.Graph.Calls() {
 		if c.Cap > 0 {
 			caps[c] = c.Cap
 		}
 	}
 	out := Prediction{
 		TargetMs:    f.Target.Milliseconds(),
-		PlanP99Ms:   (f.Edge + f.Own).Milliseconds() + plan.CriticalPathP99Ms,
+		PlanP99Ms:   (f.Edge + f.Own).Milliseconds() + length(&f.Graph, 0, edit{}).Milliseconds(),
 		Assumptions: []string{},
 	}
 	for _, c := range f.Graph.Calls() {
