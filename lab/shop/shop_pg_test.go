@@ -298,13 +298,6 @@ func TestShopSurvivesDatabaseOutage(t *testing.T) {
 // countRows counts what the shop wrote, schema by schema.
 func countRows(t *testing.T, databaseURL string) map[string]int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, databaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	out := map[string]int64{}
 	for name, q := range map[string]string{
 		"orders":           `SELECT count(*) FROM orders.orders`,
@@ -316,11 +309,7 @@ func countRows(t *testing.T, databaseURL string) map[string]int64 {
 		"charges":          `SELECT count(*) FROM psp.charges WHERE status = 'succeeded'`,
 		"shipments":        `SELECT count(*) FROM shipping.shipments`,
 	} {
-		var n int64
-		if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		out[name] = n
+		out[name] = pgtest.QueryInt(t, databaseURL, q)
 	}
 	if out["keys_open"] != 0 {
 		t.Errorf("%d idempotency keys are held with no answer", out["keys_open"])
