@@ -59,6 +59,8 @@ func runLab(ctx context.Context, args []string, getenv func(string) string, stdo
 		return runCapacity(ctx, args, getenv, stdout, stderr)
 	case "capstone":
 		return runCapstone(ctx, args, getenv, stdout, stderr)
+	case "challenge":
+		return runChallenge(ctx, args, getenv, stdout, stderr)
 	case generatorCommand: // a scenario lab's own process (lab_generator.go), not one to run by hand
 		return runLoadGenerator(ctx, os.Stdin, stdout)
 	case "console":

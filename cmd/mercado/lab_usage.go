@@ -45,6 +45,12 @@ at a time, each on a fresh shop: + connect and read timeouts
 from the healthy p99, + the budget in the chain, + bulkheads
 and breakers; prints the before/after table (about 2 minutes;
 --quick for a smoke test, --report FILE for charts).`, true},
+		{"challenge", "Graded", `NAME --answer FILE: a course challenge's fault profile run on
+the shop as the learner's answer sets it up (mode, caps,
+margin, floor, bulkheads, breaker, mechanisms), graded
+against the challenge's objectives with a hint for each one
+missed; --json for a trainer to collect (lesson7, waterfall,
+drill76, capstone: docs/course/09-challenges.md).`, true},
 		{"console", "Watching", `the live console: the shop served with the console on the
 gateway's admin listener (prints its URL); switch modes, set
 faults, send traffic, run scenarios and watch the budget

@@ -239,17 +239,35 @@ func scaleNote(sc loadtest.Scenario) string {
 
 // report writes the results: the folder's files, then the table or JSON.
 func (o scenarioOptions) report(res loadtest.Results, stdout, stderr io.Writer) error {
-	if err := os.MkdirAll(*o.out, 0o755); err != nil {
+	if err := writeRunFiles(*o.out, res); err != nil {
+		return err
+	}
+	if *o.asJSON {
+		js, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(append(js, '\n'))
+		return err
+	}
+	report.WriteTable(stdout, res)
+	fmt.Fprintf(stderr, "\nwrote %s and %s\n", filepath.Join(*o.out, "results.json"), filepath.Join(*o.out, "report.html"))
+	return nil
+}
+
+// writeRunFiles writes a run's results.json and report.html to dir.
+func writeRunFiles(dir string, res loadtest.Results) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	js, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(*o.out, "results.json"), append(js, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(js, '\n'), 0o644); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(*o.out, "report.html"))
+	f, err := os.Create(filepath.Join(dir, "report.html"))
 	if err != nil {
 		return err
 	}
@@ -257,14 +275,5 @@ func (o scenarioOptions) report(res loadtest.Results, stdout, stderr io.Writer) 
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if *o.asJSON {
-		_, err := stdout.Write(append(js, '\n'))
-		return err
-	}
-	report.WriteTable(stdout, res)
-	fmt.Fprintf(stderr, "\nwrote %s and %s\n", filepath.Join(*o.out, "results.json"), filepath.Join(*o.out, "report.html"))
-	return nil
+	return f.Close()
 }
