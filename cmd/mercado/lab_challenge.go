@@ -126,6 +126,9 @@ func challengeList() string {
 // with what it measured, a hint under each one missed, and the score.
 func writeGrade(w io.Writer, c lab.Challenge, g lab.Grade) {
 	fmt.Fprintf(w, "Challenge %s: %s\n", c.Name, c.Title)
+	for _, line := range wrap(c.Task, 72) {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
 	fmt.Fprintf(w, "Answer %s (%s mode)", g.Answer, g.Mode)
 	if g.Quick {
 		fmt.Fprint(w, ", quick run")
