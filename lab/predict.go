@@ -33,6 +33,10 @@ func predictCheckouts(ctx context.Context, gatewayAdmin string, sc loadtest.Scen
 	if err != nil {
 		return err
 	}
+	var floor time.Duration
+	for _, c := range hops.Calls {
+		floor = max(floor, c.Floor)
+	}
 	for i := range res.Modes {
 		m := &res.Modes[i]
 		if m.Mechanisms == nil {
@@ -44,19 +48,12 @@ func predictCheckouts(ctx context.Context, gatewayAdmin string, sc loadtest.Scen
 			if k < 0 || p.Classes[k].Requests == 0 {
 				continue
 			}
-			f := budget.File{Target: sc.DeadlineOf("checkout"), Margin: 2 * margin,
+			f := budget.File{Target: sc.DeadlineOf("checkout"), Margin: 2 * margin, Floor: floor,
 				Graph: checkoutGraph(hops.Calls, *m.Mechanisms, p.Server.HopDurations)}
-			for _, c := range hops.Calls {
-				f.Floor = max(f.Floor, c.Floor)
-			}
 			if len(f.Graph.Seq) == 0 {
 				continue
 			}
-			modes := budget.Predict(f).Modes
-			pred := modes[0]
-			if m.Mechanisms.ClipToBudget {
-				pred = modes[1]
-			}
+			pred := budget.Predict(f).In(m.Mechanisms.ClipToBudget)
 			p.Classes[k].Predicted = &loadtest.Predicted{P50MS: pred.P50Ms, P99MS: pred.P99Ms, MissShare: pred.MissShare}
 		}
 	}
@@ -93,16 +90,22 @@ func checkoutGraph(calls []budget.HopObservation, m mode.Mechanisms, hists map[s
 			call.Criticality = budget.FireForward
 		}
 		if i > 0 && c.Stage == ours[i-1].Stage {
-			last := &g.Seq[len(g.Seq)-1]
-			if last.Call != nil {
-				*last = budget.Node{Par: []budget.Node{{Call: last.Call}}}
-			}
-			last.Par = append(last.Par, budget.Node{Call: call})
+			atOnce(&g, budget.Node{Call: call})
 			continue
 		}
 		g.Seq = append(g.Seq, budget.Node{Call: call})
 	}
 	return g
+}
+
+// atOnce puts n in g's last stage, to run at the same time as what is
+// there.
+func atOnce(g *budget.Node, n budget.Node) {
+	last := &g.Seq[len(g.Seq)-1]
+	if last.Call != nil {
+		*last = budget.Node{Par: []budget.Node{{Call: last.Call}}}
+	}
+	last.Par = append(last.Par, n)
 }
 
 // histogram is h as the prediction reads a hop histogram: cumulative

@@ -38,17 +38,12 @@ func (rp replay) predict(w way) ReplayPrediction {
 		n := budget.Node{Call: c}
 		if h.name == "fraud" && parallel && len(f.Graph.Seq) > 0 && f.Graph.Seq[len(f.Graph.Seq)-1].Call != nil &&
 			f.Graph.Seq[len(f.Graph.Seq)-1].Call.Name == "catalog" {
-			last := &f.Graph.Seq[len(f.Graph.Seq)-1]
-			*last = budget.Node{Par: []budget.Node{{Call: last.Call}, n}}
+			atOnce(&f.Graph, n)
 			continue
 		}
 		f.Graph.Seq = append(f.Graph.Seq, n)
 	}
-	modes := budget.Predict(f).Modes
-	p := modes[0]
-	if w.mode == mode.Budgeted {
-		p = modes[1]
-	}
+	p := budget.Predict(f).In(w.mode == mode.Budgeted)
 	out := ReplayPrediction{TotalMS: int64(math.Round(p.P50Ms)), Verdict: "WITHIN", CutShort: p.FailedShare > 0.5}
 	if out.TotalMS > rp.deadline.Milliseconds() {
 		out.Verdict = "OVER"

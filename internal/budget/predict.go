@@ -71,6 +71,15 @@ type Prediction struct {
 	Assumptions []string `json:"assumptions"`
 }
 
+// In is the prediction for budgeted mode, which clips each call to the
+// budget, or else for naive mode.
+func (p Prediction) In(budgeted bool) ModePrediction {
+	if budgeted {
+		return p.Modes[1]
+	}
+	return p.Modes[0]
+}
+
 // Predict composes f's calls' distributions into the checkout's, for
 // naive and budgeted mode. f must be valid (Validate). A call's
 // distribution is its Measured histogram, else the log-normal of its P50
