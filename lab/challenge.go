@@ -2,13 +2,12 @@ package lab
 
 import (
 	"bytes"
-	"context"
 	"embed"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -190,12 +189,8 @@ func overShop(base, a loadtest.ShopSpec) loadtest.ShopSpec {
 	setIf(&base.ConnectTimeout, a.ConnectTimeout)
 	if len(a.Caps) > 0 {
 		caps := map[string]loadtest.Duration{}
-		for k, v := range base.Caps {
-			caps[k] = v
-		}
-		for k, v := range a.Caps {
-			caps[k] = v
-		}
+		maps.Copy(caps, base.Caps)
+		maps.Copy(caps, a.Caps)
 		base.Caps = caps
 	}
 	base.Mechanisms = strings.Trim(base.Mechanisms+","+a.Mechanisms, ",")
@@ -263,30 +258,4 @@ func (c Challenge) Mark(res loadtest.Results) (Grade, error) {
 		g.Objectives = append(g.Objectives, gc)
 	}
 	return g, nil
-}
-
-// ChallengeRun is how RunChallenge runs: the scenario lab's options, and
-// whether to run the quick form (each phase shortened, loadtest's Quick).
-type ChallengeRun struct {
-	ScenarioRun
-	Quick bool
-}
-
-// RunChallenge runs answer a against challenge c and grades it; the
-// run's whole results come back beside the grade.
-func RunChallenge(ctx context.Context, c Challenge, a Answer, log *slog.Logger, run ChallengeRun) (Grade, loadtest.Results, error) {
-	sc, err := c.Run(a)
-	if err != nil {
-		return Grade{}, loadtest.Results{}, err
-	}
-	if run.Quick {
-		sc = sc.Quick()
-	}
-	res, err := ScenarioApart(ctx, sc, log, run.ScenarioRun)
-	if err != nil {
-		return Grade{}, res, err
-	}
-	g, err := c.Mark(res)
-	g.Quick = run.Quick
-	return g, res, err
 }

@@ -75,19 +75,26 @@ func challengeLab(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return usageError{fmt.Errorf("lab challenge %s: %s: %w", name, *answerFile, err)}
 	}
-	if _, err := c.Run(a); err != nil {
+	sc, err := c.Run(a)
+	if err != nil {
 		return usageError{fmt.Errorf("lab challenge %s: %s: %w", name, *answerFile, err)}
+	}
+	if *quick {
+		sc = sc.Quick()
 	}
 	fmt.Fprintf(stderr, "challenge %s: %s, answer %s in %s mode\n", c.Name, c.Title, *answerFile, a.Mode)
 	bar := newProgress(stderr)
-	g, res, err := lab.RunChallenge(ctx, c, a, slog.New(slog.DiscardHandler), lab.ChallengeRun{Quick: *quick,
-		ScenarioRun: lab.ScenarioRun{Progress: bar.update, Generator: generatorApart(stderr, bar.update, validity),
-			DatabaseURL: store.url, DBMaxConns: store.conns}})
+	res, err := lab.ScenarioApart(ctx, sc, slog.New(slog.DiscardHandler), lab.ScenarioRun{Progress: bar.update,
+		Generator: generatorApart(stderr, bar.update, validity), DatabaseURL: store.url, DBMaxConns: store.conns})
 	bar.finish()
 	if err != nil {
 		return fmt.Errorf("lab challenge %s: %w", name, err)
 	}
-	g.Answer = *answerFile
+	g, err := c.Mark(res)
+	if err != nil {
+		return fmt.Errorf("lab challenge %s: %w", name, err)
+	}
+	g.Answer, g.Quick = *answerFile, *quick
 	if *out != "" {
 		if err := writeRunFiles(*out, res); err != nil {
 			return fmt.Errorf("lab challenge %s: %w", name, err)
