@@ -39,10 +39,19 @@ func TestPredictScenarioHoldsRunsToThePrediction(t *testing.T) {
 	if len(s.Checks) != 12 {
 		t.Fatalf("%d checks, want 12: two p99 bounds per mode in series, one at once, each mode's misses in series, and two bounds on the prediction from the hops per phase", len(s.Checks))
 	}
+	// At once, both calls' tails share one hop bucket, and the
+	// composition from the hops sits further above the run than the
+	// report's agreement allows for (the scenario's comment says by how
+	// much): its lower bound is this instead.
+	const fanoutLow = 0.7
 	for _, c := range s.Checks {
 		if c.Figure == "p99_over_predicted" {
-			if (c.AtLeast != nil && *c.AtLeast != loadtest.AgreeLow) || (c.AtMost != nil && *c.AtMost != loadtest.AgreeHigh) {
-				t.Errorf("check %q: bounds other than the report's agreement, %v to %v", c.Name, loadtest.AgreeLow, loadtest.AgreeHigh)
+			low := loadtest.AgreeLow
+			if c.Phase == "fan-out" {
+				low = fanoutLow
+			}
+			if (c.AtLeast != nil && *c.AtLeast != low) || (c.AtMost != nil && *c.AtMost != loadtest.AgreeHigh) {
+				t.Errorf("check %q: bounds other than %v to %v", c.Name, low, loadtest.AgreeHigh)
 			}
 			continue
 		}
