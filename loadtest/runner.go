@@ -75,13 +75,11 @@ func RunScenario(ctx context.Context, sc Scenario, shop Target, o RunOptions) (R
 }
 
 func runMode(ctx context.Context, sc Scenario, shop Target, m mode.Mode, nonce string, o RunOptions) (ModeResult, error) {
-	var overrides mode.Overrides
-	if sc.Shop.Mechanisms != "" {
-		if err := overrides.Set(sc.Shop.Mechanisms); err != nil {
-			return ModeResult{}, err
-		}
+	preset, overrides, err := sc.Setup(m)
+	if err != nil {
+		return ModeResult{}, err
 	}
-	if err := shop.Switch(ctx, m, overrides, sc.Shop.Workers); err != nil {
+	if err := shop.Switch(ctx, preset, overrides, sc.Shop.Workers); err != nil {
 		return ModeResult{}, err
 	}
 	if err := shop.SetFaults(ctx, nil); err != nil {
@@ -96,7 +94,7 @@ func runMode(ctx context.Context, sc Scenario, shop Target, m mode.Mode, nonce s
 	}
 	fx := fixtures{orderID: seedOrder(ctx, shop.URL(), string(m)+"-"+nonce), cat: cat}
 
-	mechanisms := m.Mechanisms().Apply(overrides)
+	mechanisms := preset.Mechanisms().Apply(overrides)
 	mr := ModeResult{Mode: string(m), Valid: true, Series: map[string][]Second{}, Mechanisms: &mechanisms,
 		PoolInFlight: map[string][]float64{}, BreakerState: map[string][]float64{}, PoolCapacity: map[string]float64{}}
 	before, err := shop.Counters(ctx)

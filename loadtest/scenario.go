@@ -30,7 +30,8 @@ var builtin embed.FS
 type Scenario struct {
 	Name        string `yaml:"name"`
 	Description string `yaml:"description"`
-	// Modes to compare, in order (default: naive, then budgeted).
+	// Modes to compare, in order (default: naive, then budgeted); a mode
+	// may name switches it turns on, "budgeted+hedging" (mode.Variant).
 	Modes []mode.Mode `yaml:"modes"`
 	// Deadline is every client's deadline; Patience how long past it the
 	// client still waits to measure a late answer.
@@ -261,7 +262,7 @@ func (s Scenario) Validate() error {
 		errs = append(errs, errors.New("name is required"))
 	}
 	for _, m := range s.Modes {
-		if _, err := mode.Parse(string(m)); err != nil {
+		if _, _, err := mode.Variant(string(m)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -356,6 +357,23 @@ func (s Scenario) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Setup is what the scenario's mode m switches the shop to: m's preset,
+// with the shop's mechanisms on top of it and then the switches m's name
+// turns on ("budgeted+hedging").
+func (s Scenario) Setup(m mode.Mode) (mode.Mode, mode.Overrides, error) {
+	var o mode.Overrides
+	if s.Shop.Mechanisms != "" {
+		if err := o.Set(s.Shop.Mechanisms); err != nil {
+			return "", o, fmt.Errorf("shop.mechanisms: %w", err)
+		}
+	}
+	preset, switched, err := mode.Variant(string(m))
+	if err != nil {
+		return "", o, err
+	}
+	return preset, o.Join(switched), nil
 }
 
 // DeadlineOf is the deadline of the clients of the request kind named

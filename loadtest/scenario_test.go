@@ -210,3 +210,33 @@ func TestScaledMultipliesEveryRate(t *testing.T) {
 		}
 	}
 }
+
+// TestSetupOfAModeWithSwitches: a mode named with switches runs its preset
+// with the shop's mechanisms and then its own switches on top, its own
+// winning; a switch that is no mechanism is refused when the file is read.
+func TestSetupOfAModeWithSwitches(t *testing.T) {
+	sc := Scenario{Shop: ShopSpec{Mechanisms: "breakers=off,hedging=off"}}
+	preset, o, err := sc.Setup("budgeted+hedging")
+	if err != nil || preset != mode.Budgeted {
+		t.Fatalf("Setup = %q, %v", preset, err)
+	}
+	if got := preset.Mechanisms().Apply(o); !got.Hedging || got.Breakers || !got.Bulkheads {
+		t.Errorf("budgeted+hedging under breakers=off = %+v, want budgeted, hedging on, breakers off", got)
+	}
+	if preset, o, _ := sc.Setup(mode.Naive); preset != mode.Naive || preset.Mechanisms().Apply(o).Hedging {
+		t.Errorf("naive: %q with hedging %v, want naive without", preset, preset.Mechanisms().Apply(o).Hedging)
+	}
+	bad := strings.Replace(mustRead(t, "scenarios/hedge.yaml"), "budgeted+hedging]", "budgeted+hedgeing]", 1)
+	if _, err := ParseScenario([]byte(bad)); err == nil || !strings.Contains(err.Error(), `"hedgeing" is not a mechanism`) {
+		t.Errorf("a mode with a misspelt switch: %v", err)
+	}
+}
+
+func mustRead(t *testing.T, name string) string {
+	t.Helper()
+	b, err := builtin.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

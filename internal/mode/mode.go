@@ -123,6 +123,14 @@ type Mechanisms struct {
 	// that accepts nothing fails in seconds. Off, gRPC's default bounds it:
 	// 20 s a try, longer as its backoff grows.
 	ConnectTimeout bool `json:"connect_timeout"`
+	// Hedging: a call that changes nothing (orders' fraud screen) that
+	// has not answered by the dependency's recent p95 is sent a
+	// second time, if what is left of the budget after the margin still
+	// holds the floor and the retry budget has a token; the first answer
+	// wins and the other attempt is cancelled. Off in every preset: it
+	// buys a shorter tail with extra load, a trade a learner switches on
+	// ("budgeted+hedging").
+	Hedging bool `json:"hedging"`
 }
 
 // Fanout is how independent calls run.

@@ -27,6 +27,7 @@ type Overrides struct {
 	Criticality  *bool    `json:"criticality,omitempty"`
 	// ConnectTimeout is connect_timeout in the flag syntax.
 	ConnectTimeout *bool `json:"connect_timeout,omitempty"`
+	Hedging        *bool `json:"hedging,omitempty"`
 }
 
 // Apply returns m with o's switches applied.
@@ -48,6 +49,7 @@ func (m Mechanisms) Apply(o Overrides) Mechanisms {
 	set(&m.Classes, o.Classes)
 	set(&m.Criticality, o.Criticality)
 	set(&m.ConnectTimeout, o.ConnectTimeout)
+	set(&m.Hedging, o.Hedging)
 	if o.Retries != nil {
 		m.Retries = *o.Retries
 	}
@@ -80,6 +82,7 @@ func (o *Overrides) fields() map[string]**bool {
 		"bulkheads": &o.Bulkheads, "breakers": &o.Breakers, "idempotency": &o.Idempotency, "outbox": &o.Outbox,
 		"classes":     &o.Classes,
 		"criticality": &o.Criticality, "connect_timeout": &o.ConnectTimeout,
+		"hedging": &o.Hedging,
 	}
 }
 
@@ -166,4 +169,45 @@ func (o *Overrides) String() string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
+}
+
+// Variant is the preset a scenario's mode name starts with, and the
+// switches it turns on top of it: "budgeted+hedging" is budgeted with
+// hedging on, so a scenario can compare a mechanism with the mode it is
+// added to. A bare mode name is the preset alone.
+func Variant(name string) (Mode, Overrides, error) {
+	base, rest, plus := strings.Cut(name, "+")
+	var o Overrides
+	m, err := Parse(base)
+	if err != nil {
+		return "", o, err
+	}
+	if !plus {
+		return m, o, nil
+	}
+	for _, sw := range strings.Split(rest, "+") {
+		if _, known := o.fields()[sw]; !known {
+			return "", o, fmt.Errorf("mode %q: %q is not a mechanism switched on or off (such as hedging)", name, sw)
+		}
+		if err := o.Set(sw + "=on"); err != nil {
+			return "", o, err
+		}
+	}
+	return m, o, nil
+}
+
+// Join returns o with p's switches set on top of it.
+func (o Overrides) Join(p Overrides) Overrides {
+	for name, f := range p.fields() {
+		if *f != nil {
+			*o.fields()[name] = *f
+		}
+	}
+	if p.Retries != nil {
+		o.Retries = p.Retries
+	}
+	if p.Fanout != nil {
+		o.Fanout = p.Fanout
+	}
+	return o
 }

@@ -40,3 +40,38 @@ func TestOverridesFanout(t *testing.T) {
 		t.Error("Validate accepted fanout=sideways")
 	}
 }
+
+// TestVariant: a scenario's mode name is a preset and the switches it turns
+// on; a name that is not a switch, or a preset that is not one, is refused.
+func TestVariant(t *testing.T) {
+	m, o, err := mode.Variant("budgeted+hedging")
+	if err != nil || m != mode.Budgeted {
+		t.Fatalf("Variant = %q, %v", m, err)
+	}
+	if got := m.Mechanisms().Apply(o); !got.Hedging || !got.Breakers {
+		t.Errorf("budgeted+hedging = %+v, want budgeted with hedging on", got)
+	}
+	if m, o, err := mode.Variant("naive"); err != nil || m != mode.Naive || o.String() != "" {
+		t.Errorf("mode.Variant(naive) = %q, %q, %v", m, o.String(), err)
+	}
+	for _, bad := range []string{"budgeted+hedgin", "budgeted+retries", "fast+hedging", "budgeted+"} {
+		if _, _, err := mode.Variant(bad); err == nil {
+			t.Errorf("mode.Variant(%q) accepted", bad)
+		}
+	}
+}
+
+// TestJoin: the second set of switches goes over the first.
+func TestJoin(t *testing.T) {
+	var a, b mode.Overrides
+	if err := a.Set("breakers=off,hedging=off,retries=off"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Set("hedging=on,fanout=sequential"); err != nil {
+		t.Fatal(err)
+	}
+	joined := a.Join(b)
+	if got, want := joined.String(), "breakers=false,fanout=sequential,hedging=true,retries=off"; got != want {
+		t.Errorf("Join = %q, want %q", got, want)
+	}
+}
