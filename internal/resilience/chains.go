@@ -185,6 +185,12 @@ func EdgeChain(o EdgeOptions) Edge {
 //     attempt's deadline, timeout and outcome are recorded, and it stands
 //     for the calls that never leave (bulkhead full, breaker open, too
 //     little budget).
+//     2b. Hedge (hedge.go; the hedging mechanism, off in every preset):
+//     an attempt at a call that changes nothing (OutboundOptions.Hedged)
+//     and has not answered by the dependency's recent p95 is made a
+//     second time beside it, through steps 3 to 5 of its own, if the
+//     budget still holds the floor and the retry budget a token. The
+//     first answer wins; the other is cancelled.
 //  3. Pool: naive: the caller's one outbound pool, shared by every
 //     dependency; budgeted: the dependency's own bulkhead, which fails at
 //     once when full (put the vendor on its own pool), and of which batch
@@ -212,27 +218,34 @@ func ClientChain(d *Outbound) grpc.UnaryClientInterceptor {
 		// 1. The request's mode.
 		ctx, s := d.o.Settings.Snapshot(ctx)
 		ctx = d.o.Tracing.Outgoing(ctx)
-		// 2. Retries: every attempt passes 3 to 5.
-		return d.retries(s, method).Do(ctx, func(ctx context.Context, attempt int) (err error) {
-			ctx, span := d.o.Tracing.StartCall(ctx, d.o.HopName(method), attempt)
-			defer span.End()
-			log.call(ctx, d.o.Name, method, attempt)
-			defer func() { log.ret(ctx, d.o.Name, method, attempt, err) }()
-			// 3. A pool slot.
-			pool, err := d.acquire(ctx, s, method)
-			if err != nil {
-				return err
+		// 2. Retries: every attempt passes 3 to 5 ...
+		return d.retries(s, method).Do(ctx, func(ctx context.Context, attempt int) error {
+			one := func(ctx context.Context, reply any) (err error) {
+				ctx, span := d.o.Tracing.StartCall(ctx, d.o.HopName(method), attempt)
+				defer span.End()
+				log.call(ctx, d.o.Name, method, attempt)
+				defer func() { log.ret(ctx, d.o.Name, method, attempt, err) }()
+				// 3. A pool slot.
+				pool, err := d.acquire(ctx, s, method)
+				if err != nil {
+					return err
+				}
+				if pool != nil {
+					defer pool.Release()
+				}
+				// 5. The call, clipped to the budget ...
+				call := func() error { return d.clip(ctx, s, method, req, reply, cc, invoker, opts...) }
+				if !s.Mechanisms.Breakers {
+					return call()
+				}
+				// 4. ... through the breaker.
+				return d.guard(ctx, s, method, call)
 			}
-			if pool != nil {
-				defer pool.Release()
+			// 2b. ... and, hedged, twice at once when the first is slow.
+			if d.hedged(s) {
+				return d.hedge(ctx, s, reply, one)
 			}
-			// 5. The call, clipped to the budget ...
-			call := func() error { return d.clip(ctx, s, method, req, reply, cc, invoker, opts...) }
-			if !s.Mechanisms.Breakers {
-				return call()
-			}
-			// 4. ... through the breaker.
-			return d.guard(ctx, s, method, call)
+			return one(ctx, reply)
 		})
 	}
 }

@@ -64,6 +64,10 @@ type OutboundOptions struct {
 	// mode, for the methods Idempotent allows.
 	BudgetedRetries bool
 	Idempotent      func(method string) bool
+	// Hedged: with the hedging mechanism on, a slow call to this
+	// dependency is sent a second time beside the first (hedge.go). Only
+	// for calls that change nothing.
+	Hedged bool
 	// Log gets, at debug level, the budget left before and after each
 	// attempt (budgetlog.go); nil logs nothing.
 	Log *slog.Logger
@@ -77,6 +81,7 @@ type Outbound struct {
 	bulkhead *PoolRef
 	breakers classBreakers
 	budget   *retry.Budget
+	hedges   *hedger
 	hooks    retry.Hooks
 	// capped and uncapped are step 5 of ClientChain with the caps
 	// mechanism on and off.
@@ -129,6 +134,7 @@ func NewOutbound(o OutboundOptions) *Outbound {
 		bulkhead: NewPoolRef(o.Bulkhead, m),
 		breakers: newClassBreakers(o.Breaker),
 		budget:   o.RetryBudget,
+		hedges:   newHedger(),
 	}
 	d.hooks = retry.Hooks{OnAttempt: func(ctx context.Context, attempt int) {
 		m.Attempt(ctx, o.Name, attempt > 1)
@@ -140,6 +146,7 @@ func NewOutbound(o OutboundOptions) *Outbound {
 		d.bulkhead.Reset()
 		d.breakers.reset()
 		d.budget.Reset()
+		d.hedges.reset()
 	})
 	return d
 }

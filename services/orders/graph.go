@@ -61,6 +61,10 @@ type Dependency struct {
 	// Retried says whether orders, the one layer that retries in
 	// budgeted mode, retries the call within the budget.
 	Retried bool
+	// Hedged says whether, with the hedging mechanism on, a slow call is
+	// sent a second time beside the first: only a call that changes
+	// nothing, so that two at once cost load and nothing else.
+	Hedged bool
 	// Mechanism is the switch that makes a dependency other than
 	// critical; off, it is critical and in line.
 	Mechanism string
@@ -93,7 +97,7 @@ func graph(c *Config) []Dependency {
 			addr: &c.CatalogAddr, capVar: &c.CatalogCap, def: DefaultCatalogCap, Flag: "catalog-cap", usage: "own timeout of each call to catalog", Retried: true,
 			OnFailure: "the checkout fails and nothing is charged"},
 		{Name: "fraud", Method: paymentsv1.PaymentsService_ScreenOrder_FullMethodName, Criticality: Critical,
-			addr: &c.PaymentsAddr, capVar: &c.FraudCap, def: DefaultFraudCap, Flag: "fraud-cap", usage: "own timeout of each call to payments' fraud screen", Retried: true,
+			addr: &c.PaymentsAddr, capVar: &c.FraudCap, def: DefaultFraudCap, Flag: "fraud-cap", usage: "own timeout of each call to payments' fraud screen", Retried: true, Hedged: true,
 			OnFailure: "the checkout fails and nothing is charged; a declined order is never charged"},
 		{Name: "payments", Method: paymentsv1.PaymentsService_CreateCharge_FullMethodName, Criticality: Critical,
 			addr: &c.PaymentsAddr, capVar: &c.PaymentsCap, def: DefaultPaymentsCap, Flag: "payments-cap", usage: "own timeout of each call to payments", Retried: true,

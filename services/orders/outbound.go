@@ -64,7 +64,7 @@ func newChains(kit *serve.Kit, cfg Config) map[string]grpc.UnaryClientIntercepto
 			Shared:       shared,
 			Bulkhead:     bulkhead.Settings{Capacity: r.Bulkhead, MaxWait: r.MaxWait},
 			Breaker:      breaker.Settings{MinCalls: r.BreakerMinCalls, FailureRatio: r.BreakerRatio, Window: r.BreakerWindow, OpenFor: r.BreakerOpen},
-			NaiveRetries: true, BudgetedRetries: d.Retried,
+			NaiveRetries: true, BudgetedRetries: d.Retried, Hedged: d.Hedged,
 			Idempotent: func(string) bool { return true },
 		}))
 	}

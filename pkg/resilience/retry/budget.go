@@ -79,8 +79,10 @@ func (b *Budget) credit(n int64) {
 	b.balance = min(b.max, b.balance+n)
 }
 
-// withdraw takes one token for a retry, or reports that none is left.
-func (b *Budget) withdraw() bool {
+// Withdraw takes one token for a retry, or reports that none is left. A
+// hedge (a second attempt sent before the first has failed) pays with one
+// too: it adds load as a retry does.
+func (b *Budget) Withdraw() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.balance < milli {

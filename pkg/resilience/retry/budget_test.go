@@ -73,13 +73,13 @@ func TestNewBudget(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b := NewBudget(tt.ratio, tt.max)
-			for b.withdraw() {
+			for b.Withdraw() {
 			}
 			for range tt.deposits {
 				b.deposit()
 			}
 			got := 0
-			for got < tt.wantRetries+1 && b.withdraw() {
+			for got < tt.wantRetries+1 && b.Withdraw() {
 				got++
 			}
 			if got != tt.wantRetries {
@@ -89,14 +89,14 @@ func TestNewBudget(t *testing.T) {
 	}
 
 	var zero Budget
-	if zero.withdraw() {
+	if zero.Withdraw() {
 		t.Error("the zero Budget allowed a retry")
 	}
 
 	// An absurd budget is unlimited in practice, and does not overflow.
 	huge := NewBudget(math.Inf(1), math.Inf(1))
 	before := huge.Tokens()
-	huge.withdraw()
+	huge.Withdraw()
 	huge.deposit()
 	huge.deposit()
 	if got := huge.Tokens(); got != before || got < 1e12 {
@@ -143,7 +143,7 @@ func TestBudgetConcurrent(t *testing.T) {
 	wg.Go(func() {
 		for range 1000 {
 			budget.deposit()
-			if budget.withdraw() {
+			if budget.Withdraw() {
 				budget.refund()
 			}
 		}

@@ -154,7 +154,7 @@ func (p Policy) next(ctx context.Context, attempt int) (time.Duration, GiveUp) {
 	if p.BudgetAware && !p.fits(ctx, wait) {
 		return 0, GiveUpBudgetDoesNotFit
 	}
-	if p.Budget != nil && !p.Budget.withdraw() {
+	if p.Budget != nil && !p.Budget.Withdraw() {
 		return 0, GiveUpRetryBudgetEmpty
 	}
 	return wait, ""
