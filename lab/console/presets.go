@@ -63,6 +63,8 @@ var lessonPresets = []Preset{
 		Watch: "Checkouts and browsing: 100 checkouts a second of one product, each holding its lock for a 20 ms commit, and naive's line grows until every checkout waits past its deadline and browsing waits with them; switch to budgeted and it sells the 50 a second the lock serves, answering the rest 409 at once."},
 	{Name: "retry-storm", Title: "Retry storm", Mode: mode.Naive, Scenario: "retry-storm", Phase: "payments refuses",
 		Watch: "Retries a second: payments refuses every charge, and naive retries at the gateway and at orders; switch to budgeted and orders alone retries, within its retry budget."},
+	{Name: "hedge", Title: "Hedging", Mode: mode.Budgeted, Scenario: "hedge", Phase: "heavy tail",
+		Watch: "Checkout p99 against the deadline: the fraud screen answers in 20 ms half the time and past 400 ms once in a hundred, and every checkout waits for it; tick hedging under Mechanism switches and apply, and the p99 falls, for a few more screens a second."},
 	// Exercise 2's fan-out with the shop's own caps: the fraud screen
 	// takes 250 ms, under its 300 ms cap (the lab's replay gives it 300
 	// under a cap of 400).
