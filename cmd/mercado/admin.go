@@ -220,7 +220,7 @@ func modeError(c admin.Client, err error) error {
 
 func printMode(w io.Writer, v admin.ModeView) {
 	m := v.Mechanisms
-	fmt.Fprintf(w, "%-9s %-9s edge_deadline=%t clip_to_budget=%t admission=%t honour_cancel=%t bulkheads=%t breakers=%t retries=%s idempotency=%t outbox=%t fanout=%s caps=%t connect_timeout=%t workers=%d\n",
+	fmt.Fprintf(w, "%-9s %-9s edge_deadline=%t clip_to_budget=%t admission=%t honour_cancel=%t bulkheads=%t breakers=%t retries=%s idempotency=%t outbox=%t fanout=%s caps=%t connect_timeout=%t classes=%t criticality=%t hedging=%t workers=%d\n",
 		v.Service, v.Mode, m.EdgeDeadline, m.ClipToBudget, m.Admission, m.HonourCancel, m.Bulkheads, m.Breakers, m.Retries, m.Idempotency, m.Outbox, m.Fanout,
-		m.Caps, m.ConnectTimeout, v.Workers)
+		m.Caps, m.ConnectTimeout, m.Classes, m.Criticality, m.Hedging, v.Workers)
 }
