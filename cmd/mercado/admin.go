@@ -73,6 +73,7 @@ func runFault(ctx context.Context, args []string, getenv func(string) string, st
 	fs.Float64Var(&spec.ErrorRate, "error-rate", 0, "share of calls that fail Unavailable after their work, 0 to 1")
 	fs.Float64Var(&spec.RefuseRate, "refuse-rate", 0, "share of calls refused Unavailable before any work (nothing done), 0 to 1")
 	fs.DurationVar(&spec.Hang, "hang", 0, "a long stall: slow, not down")
+	fs.IntVar(&spec.Slots, "slots", 0, "calls worked on at once; the rest wait in line (a dependency of bounded capacity)")
 	clear := fs.Bool("clear", false, "clear the method's faults (all faults without --method)")
 	if help, err := parseCommand(fs, args, getenv); help || err != nil {
 		return err
@@ -93,7 +94,7 @@ func runFault(ctx context.Context, args []string, getenv func(string) string, st
 	changing := false
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "latency", "p50", "p99", "delay", "error-rate", "refuse-rate", "hang", "clear":
+		case "latency", "p50", "p99", "delay", "error-rate", "refuse-rate", "hang", "slots", "clear":
 			changing = true
 		}
 	})

@@ -149,7 +149,7 @@ func TestAdminBadInputMatrix(t *testing.T) {
 		put("/admin/faults", "error rate over 1", `{"CreateCharge":{"error_rate":2}}`, 400, "error-rate: 2 is outside 0 to 1"),
 		put("/admin/faults", "negative error rate", `{"CreateCharge":{"error_rate":-0.5}}`, 400, "error-rate: -0.5 is outside 0 to 1"),
 		put("/admin/faults", "error rate a string", `{"CreateCharge":{"error_rate":"often"}}`, 400, "CreateCharge: error_rate must be a number from 0 to 1"),
-		put("/admin/faults", "unknown spec key", `{"CreateCharge":{"jitter":"1s"}}`, 400, `CreateCharge: unknown field "jitter" (want latency, p50, p99, delay, error_rate, refuse_rate or hang)`),
+		put("/admin/faults", "unknown spec key", `{"CreateCharge":{"jitter":"1s"}}`, 400, `CreateCharge: unknown field "jitter" (want latency, p50, p99, delay, error_rate, refuse_rate, hang or slots)`),
 		put("/admin/faults", "a spec in the flag syntax", `{"CreateCharge":"latency=1s"}`, 400, `CreateCharge: a fault spec must be an object such as {"latency":"280ms"}`),
 		put("/admin/faults", "empty method", `{"":{"latency":"1s"}}`, 400, "method must be 1 to 64 characters"),
 		put("/admin/faults", "method with a dash", `{"Bad-Name":{"latency":"1s"}}`, 400, "letters and digits only"),

@@ -47,6 +47,11 @@ type Spec struct {
 	// Hang adds a long stall on top of the rest: the dependency is slow,
 	// not down, and it answers eventually.
 	Hang time.Duration
+	// Slots, when set, is how many calls the method works on at once, as
+	// a dependency of bounded capacity does: a call waits in line for a
+	// slot, its wait counted in its time, so that more than Slots calls
+	// per work time make every call slower.
+	Slots int
 }
 
 // Duration draws how long one call's work takes.
@@ -108,6 +113,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("error-rate: %v is outside 0 to 1", s.ErrorRate)
 	case s.RefuseRate < 0 || s.RefuseRate > 1 || math.IsNaN(s.RefuseRate):
 		return fmt.Errorf("refuse-rate: %v is outside 0 to 1", s.RefuseRate)
+	case s.Slots < 0 || s.Slots > MaxSlots:
+		return fmt.Errorf("slots: %d is outside 1 to %d", s.Slots, MaxSlots)
 	}
 	return nil
 }
@@ -130,8 +137,14 @@ func (s Spec) String() string {
 		parts = append(parts, "refuse-rate="+strconv.FormatFloat(s.RefuseRate, 'g', -1, 64))
 	}
 	add("hang", s.Hang)
+	if s.Slots > 0 {
+		parts = append(parts, "slots="+strconv.Itoa(s.Slots))
+	}
 	return strings.Join(parts, ",")
 }
+
+// MaxSlots bounds a spec's slots.
+const MaxSlots = 10000
 
 // AllMethods is the method name that applies to every method without a
 // spec of its own.
@@ -144,10 +157,10 @@ const AllMethods = "*"
 //	[Method:]key=value[,key=value]...
 //
 // with keys latency, p50 and p99, delay (Go durations), error-rate and
-// refuse-rate (0 to 1) and hang (a duration, or no value for DefaultHang),
-// several separated by ";". For example "ReserveStock:latency=280ms",
+// refuse-rate (0 to 1), hang (a duration, or no value for DefaultHang) and
+// slots (how many calls are worked on at once), several separated by ";". For example "ReserveStock:latency=280ms",
 // "CreateCharge:p50=100ms,p99=400ms,error-rate=0.1", "CreateCharge:refuse-rate=1"
-// or "CreateShipment:hang".
+// "CreateShipment:hang" or "CreateCharge:latency=200ms,slots=10".
 type Set map[string]Spec
 
 // Parse parses specs in the flag syntax.
@@ -221,8 +234,14 @@ func parseSpec(body string) (Spec, error) {
 				return Spec{}, fmt.Errorf("hang: %w", err)
 			}
 			spec.Hang = d
+		case "slots":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 {
+				return Spec{}, fmt.Errorf("slots: %q is not a whole number from 1 to %d", val, MaxSlots)
+			}
+			spec.Slots = n
 		default:
-			return Spec{}, fmt.Errorf("unknown key %q (want latency, p50, p99, delay, error-rate, refuse-rate or hang)", key)
+			return Spec{}, fmt.Errorf("unknown key %q (want latency, p50, p99, delay, error-rate, refuse-rate, hang or slots)", key)
 		}
 	}
 	return spec, spec.Validate()
@@ -271,6 +290,9 @@ type Injector struct {
 
 	mu  sync.RWMutex
 	set Set
+	// lines are the slots of each spec of set that has any, by the
+	// same key: a buffered channel a call sends to while it works.
+	lines map[string]chan struct{}
 
 	halt     chan struct{} // closed by Halt
 	haltOnce sync.Once
@@ -280,7 +302,9 @@ type Injector struct {
 // the HonourCancel switch of settings (see Work). With nil settings, as
 // in a test that never calls Work, every wait honours cancellation.
 func NewInjector(s Set, settings *mode.Live) *Injector {
-	return &Injector{settings: settings, set: s, halt: make(chan struct{})}
+	in := &Injector{settings: settings, halt: make(chan struct{})}
+	in.Replace(s)
+	return in
 }
 
 // Halt ends every simulated work still running, and any started later,
@@ -291,26 +315,47 @@ func (in *Injector) Halt() {
 	in.haltOnce.Do(func() { close(in.halt) })
 }
 
-// Replace puts s in force.
+// Replace puts s in force. A spec whose slots change gets a new line:
+// the calls in the old one finish there, so the capacity moves to the new
+// figure within one work time.
 func (in *Injector) Replace(s Set) {
 	in.mu.Lock()
-	in.set = s
-	in.mu.Unlock()
+	defer in.mu.Unlock()
+	lines := map[string]chan struct{}{}
+	for key, spec := range s {
+		if spec.Slots == 0 {
+			continue
+		}
+		if old, ok := in.lines[key]; ok && cap(old) == spec.Slots {
+			lines[key] = old
+			continue
+		}
+		lines[key] = make(chan struct{}, spec.Slots)
+	}
+	in.set, in.lines = s, lines
 }
 
 // Spec returns the spec in force for method: its own, else the
 // AllMethods spec, unless the method takes only its own (the catalog's
 // Commit).
 func (in *Injector) Spec(method string) Spec {
+	spec, _ := in.specAndLine(method)
+	return spec
+}
+
+// specAndLine is Spec, and the line of slots that goes with it (nil for
+// a spec with none).
+func (in *Injector) specAndLine(method string) (Spec, chan struct{}) {
 	in.mu.RLock()
 	defer in.mu.RUnlock()
-	if s, ok := in.set[method]; ok {
-		return s
+	key := method
+	if _, ok := in.set[method]; !ok {
+		if namedOnly[method] {
+			return Spec{}, nil
+		}
+		key = AllMethods
 	}
-	if namedOnly[method] {
-		return Spec{}
-	}
-	return in.set[AllMethods]
+	return in.set[key], in.lines[key]
 }
 
 // Set returns the set in force.
@@ -346,7 +391,7 @@ var _ sim.Simulator = (*Injector)(nil)
 // recorded as a hop of the request (see internal/timing), under the
 // method's hop name, so the edge's Server-Timing shows it.
 func (in *Injector) Work(ctx context.Context, method string) error {
-	spec := in.Spec(method)
+	spec, line := in.specAndLine(method)
 	d := spec.Duration()
 	if d <= 0 {
 		return spec.fail()
@@ -356,22 +401,37 @@ func (in *Injector) Work(ctx context.Context, method string) error {
 		done = nil // like a socket read with no timeout
 	}
 	start := time.Now()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	var err error
-	select {
-	case <-t.C:
-		err = spec.fail()
-	case <-done:
-		err = context.Cause(ctx)
-	case <-in.halt:
-		err = ErrHalted
-	}
+	err := in.work(ctx, spec, d, line, done)
 	if timing.FromContext(ctx) != nil {
 		outcome := deadline.Classify(ctx, deadline.Decision{}, err)
 		timing.EndCall(ctx, timing.Hop{Name: hopName(method), Took: time.Since(start), Outcome: string(outcome)})
 	}
 	return err
+}
+
+// work waits for a slot in line (when the spec has slots), then for d:
+// either wait ends early when done is closed or the injector halts.
+func (in *Injector) work(ctx context.Context, spec Spec, d time.Duration, line chan struct{}, done <-chan struct{}) error {
+	if line != nil {
+		select {
+		case line <- struct{}{}:
+			defer func() { <-line }()
+		case <-done:
+			return context.Cause(ctx)
+		case <-in.halt:
+			return ErrHalted
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return spec.fail()
+	case <-done:
+		return context.Cause(ctx)
+	case <-in.halt:
+		return ErrHalted
+	}
 }
 
 // Refuse is the service's door for a request to method: ErrRefused for

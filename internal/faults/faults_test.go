@@ -57,6 +57,7 @@ func TestParse(t *testing.T) {
 		{"error rate alone", "X:error-rate=1", faults.Set{"X": {ErrorRate: 1}}},
 		{"refuse rate alone", "CreateCharge:refuse-rate=1", faults.Set{"CreateCharge": {RefuseRate: 1}}},
 		{"refuse rate with latency", "X:latency=5ms,refuse-rate=0.5", faults.Set{"X": {Latency: 5 * time.Millisecond, RefuseRate: 0.5}}},
+		{"slots", "CreateCharge:latency=200ms,slots=10", faults.Set{"CreateCharge": {Latency: 200 * time.Millisecond, Slots: 10}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,6 +103,9 @@ func TestParseErrors(t *testing.T) {
 		{"refuse rate not a number", "X:refuse-rate=always", "refuse-rate"},
 		{"refuse rate without value", "X:refuse-rate", "refuse-rate"},
 		{"delay not a duration", "X:delay=5", "delay"},
+		{"no slots", "X:latency=1ms,slots=0", "slots"},
+		{"slots not a number", "X:slots=many", `slots: "many" is not a whole number`},
+		{"too many slots", "X:slots=10001", "slots: 10001 is outside 1 to 10000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,7 +186,7 @@ func TestStringRoundTrip(t *testing.T) {
 		// survive the trip as well.
 		{"zero spec overriding all", faults.Set{"*": {Latency: 300 * time.Millisecond}, "ListProducts": {}}},
 		{"every key", faults.Set{"CreateCharge": {P50: 100 * time.Millisecond, P99: 400 * time.Millisecond,
-			Delay: 5 * time.Millisecond, ErrorRate: 0.25, RefuseRate: 0.5, Hang: 10 * time.Second}}},
+			Delay: 5 * time.Millisecond, ErrorRate: 0.25, RefuseRate: 0.5, Hang: 10 * time.Second, Slots: 3}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -516,5 +520,89 @@ func TestLogNormalCDFIsTheDrawnDistribution(t *testing.T) {
 	// the bound is five of them.
 	if got, want := float64(below)/n, faults.LogNormalCDF(s.P50, s.P99, at); math.Abs(got-want) > 0.02 {
 		t.Errorf("share of draws ≤ %v = %.3f, CDF says %.3f", at, got, want)
+	}
+}
+
+// TestWorkSlots: a method with slots works on that many calls at once, and
+// the rest wait in line, their wait counted in their time.
+func TestWorkSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := faults.NewInjector(faults.Set{"M": {Latency: 100 * time.Millisecond, Slots: 2}}, live(mode.Budgeted))
+		took := make(chan time.Duration, 5)
+		start := time.Now()
+		for range 5 {
+			go func() {
+				if err := in.Work(t.Context(), "M"); err != nil {
+					t.Error(err)
+				}
+				took <- time.Since(start)
+			}()
+		}
+		var got []time.Duration
+		for range 5 {
+			got = append(got, <-took)
+		}
+		slices.Sort(got)
+		want := []time.Duration{100, 100, 200, 200, 300}
+		for i := range want {
+			want[i] *= time.Millisecond
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("five calls on two slots of 100 ms ended at %v, want %v", got, want)
+		}
+	})
+}
+
+// TestWorkSlotsWaitHonoursTheCaller: in budgeted mode a call waiting in
+// line leaves it when its caller does; in naive mode it waits its turn.
+func TestWorkSlotsWaitHonoursTheCaller(t *testing.T) {
+	for _, tc := range []struct {
+		mode mode.Mode
+		want time.Duration
+		err  error
+	}{{mode.Budgeted, 50 * time.Millisecond, errCallerLeft}, {mode.Naive, 2 * time.Second, nil}} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				in := faults.NewInjector(faults.Set{"M": {Latency: time.Second, Slots: 1}}, live(tc.mode))
+				first := make(chan error)
+				go func() { first <- in.Work(context.Background(), "M") }()
+				defer func() { <-first }()
+				synctest.Wait()
+				ctx, cancel := context.WithTimeoutCause(t.Context(), 50*time.Millisecond, errCallerLeft)
+				defer cancel()
+				start := time.Now()
+				err := in.Work(ctx, "M")
+				if took := time.Since(start); took != tc.want || !errors.Is(err, tc.err) {
+					t.Errorf("the second call: %v after %v, want %v after %v", err, took, tc.err, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// TestReplaceKeepsOrChangesTheLine: the same slots keep the line, and the
+// calls in it; other slots start a new one, so the capacity is the new
+// figure once the old line's calls end.
+func TestReplaceKeepsOrChangesTheLine(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		slots int
+		want  time.Duration
+	}{{"same slots", 1, 200 * time.Millisecond}, {"more slots", 2, 100 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				in := faults.NewInjector(faults.Set{"M": {Latency: 100 * time.Millisecond, Slots: 1}}, live(mode.Budgeted))
+				go func() { _ = in.Work(t.Context(), "M") }()
+				synctest.Wait()
+				in.Replace(faults.Set{"M": {Latency: 100 * time.Millisecond, Slots: tc.slots}})
+				start := time.Now()
+				if err := in.Work(t.Context(), "M"); err != nil {
+					t.Fatal(err)
+				}
+				if took := time.Since(start); took != tc.want {
+					t.Errorf("a call after the replace took %v, want %v", took, tc.want)
+				}
+			})
+		})
 	}
 }

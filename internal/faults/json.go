@@ -20,6 +20,8 @@ type specJSON struct {
 	// RefuseRate is the share of calls refused at the door.
 	RefuseRate float64 `json:"refuse_rate,omitempty"`
 	Hang       string  `json:"hang,omitempty"`
+	// Slots is how many calls are worked on at once.
+	Slots int `json:"slots,omitempty"`
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -32,7 +34,7 @@ func (s Spec) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(specJSON{
 		Latency: str(s.Latency), P50: str(s.P50), P99: str(s.P99),
-		Delay: str(s.Delay), ErrorRate: s.ErrorRate, RefuseRate: s.RefuseRate, Hang: str(s.Hang),
+		Delay: str(s.Delay), ErrorRate: s.ErrorRate, RefuseRate: s.RefuseRate, Hang: str(s.Hang), Slots: s.Slots,
 	})
 }
 
@@ -59,7 +61,7 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 		}
 		*f.dst = d
 	}
-	out.ErrorRate, out.RefuseRate = w.ErrorRate, w.RefuseRate
+	out.ErrorRate, out.RefuseRate, out.Slots = w.ErrorRate, w.RefuseRate, w.Slots
 	if err := out.Validate(); err != nil {
 		return err
 	}
@@ -74,11 +76,13 @@ func specError(err error) error {
 	switch {
 	case errors.As(err, &typ) && (typ.Field == "error_rate" || typ.Field == "refuse_rate"):
 		return fmt.Errorf("%s must be a number from 0 to 1", typ.Field)
+	case errors.As(err, &typ) && typ.Field == "slots":
+		return fmt.Errorf("slots must be a whole number from 1 to %d", MaxSlots)
 	case errors.As(err, &typ) && typ.Field != "":
 		return fmt.Errorf("%s must be a duration such as \"280ms\"", typ.Field)
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return fmt.Errorf("unknown field %s (want latency, p50, p99, delay, error_rate, refuse_rate or hang)", name)
+		return fmt.Errorf("unknown field %s (want latency, p50, p99, delay, error_rate, refuse_rate, hang or slots)", name)
 	}
 	return errors.New(`a fault spec must be an object such as {"latency":"280ms"}`)
 }
