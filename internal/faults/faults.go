@@ -158,8 +158,9 @@ const AllMethods = "*"
 //
 // with keys latency, p50 and p99, delay (Go durations), error-rate and
 // refuse-rate (0 to 1), hang (a duration, or no value for DefaultHang) and
-// slots (how many calls are worked on at once), several separated by ";". For example "ReserveStock:latency=280ms",
-// "CreateCharge:p50=100ms,p99=400ms,error-rate=0.1", "CreateCharge:refuse-rate=1"
+// slots (how many calls are worked on at once), several separated by ";".
+// For example "ReserveStock:latency=280ms",
+// "CreateCharge:p50=100ms,p99=400ms,error-rate=0.1", "CreateCharge:refuse-rate=1",
 // "CreateShipment:hang" or "CreateCharge:latency=200ms,slots=10".
 type Set map[string]Spec
 
