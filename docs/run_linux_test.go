@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mercado-lab/mercado/internal/slowtest"
 	"github.com/mercado-lab/mercado/lab/shop"
 )
 
@@ -90,6 +91,9 @@ func (r *runner) run(t *testing.T, b runnable, keepShop bool) {
 		r.runServers(t, b)
 		return
 	}
+	// Many blocks run a lab's load test; the slow tests of other packages
+	// that measure load wait for the block, and it for them.
+	slowtest.Exclusive(t)
 	if b.shop != "" {
 		r.startShop(t, b)
 		if !keepShop {

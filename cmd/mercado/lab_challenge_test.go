@@ -101,6 +101,7 @@ var missedFirst = map[string]string{
 // run is "not graded", exit 4.
 func TestChallengeGradesAnswers(t *testing.T) {
 	slowtest.Require(t, "two quick runs of each challenge, about two minutes")
+	slowtest.Exclusive(t)
 	const answers = "../../docs/course/answers/"
 	grade := func(name, file string) (lab.Grade, error) {
 		for try := 0; try < 3; try++ {
