@@ -38,6 +38,7 @@ func shortCapstone() CapstoneConfig {
 // and answers checkouts by the deadline.
 func TestCapstone(t *testing.T) {
 	slowtest.Require(t, "four capstone stages, about 30 s")
+	slowtest.Exclusive(t)
 	cfg := shortCapstone()
 	var stages []string
 	res, err := Capstone(context.Background(), cfg, slog.New(slog.DiscardHandler), func(s string, _, _ time.Duration) {
