@@ -148,13 +148,12 @@ func (p Preset) setup() (setup, error) {
 		return setup{}, fmt.Errorf("preset %s: scenario %s has no phase %q", p.Name, p.Scenario, p.Phase)
 	}
 	ph := sc.Phases[i]
-	s := setup{mode: p.Mode, faults: ph.Faults, network: ph.Network, rates: Rates{DeadlineMS: time.Duration(sc.Deadline).Milliseconds()},
-		workers: sc.Shop.Workers}
-	if sc.Shop.Mechanisms != "" {
-		if err := s.overrides.Set(sc.Shop.Mechanisms); err != nil {
-			return setup{}, fmt.Errorf("preset %s: %w", p.Name, err)
-		}
+	m, o, err := sc.Setup(p.Mode)
+	if err != nil {
+		return setup{}, fmt.Errorf("preset %s: %w", p.Name, err)
 	}
+	s := setup{mode: m, overrides: o, faults: ph.Faults, network: ph.Network, rates: Rates{DeadlineMS: time.Duration(sc.Deadline).Milliseconds()},
+		workers: sc.Shop.Workers}
 	rate := func(class string) float64 {
 		if r, ok := ph.Rates[class]; ok {
 			return r
